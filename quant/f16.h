@@ -1,4 +1,4 @@
-// IEEE binary16 and bfloat16 conversions (round-to-nearest-even, subnormals, inf/nan kept).
+// IEEE binary16 and bfloat16 conversions (round-to-nearest-even, subnormals, inf kept, nan quieted).
 // The scalar inline functions are the reference; the bulk functions may use SIMD and must agree bit-for-bit.
 #pragma once
 
@@ -26,7 +26,8 @@ inline float f16_to_f32(uint16_t h) {
       bits = sign | (static_cast<uint32_t>(127 - 15 - e) << 23) | (mant << 13);
     }
   } else if (exp == 31) {
-    bits = sign | 0x7f800000u | (mant << 13);  // inf, or nan with payload kept
+    // inf, or a quiet nan with the payload kept (signalling nans are quieted, as F16C's vcvtph2ps does)
+    bits = sign | 0x7f800000u | (mant << 13) | (mant != 0 ? 0x00400000u : 0u);
   } else {
     bits = sign | ((exp + 112u) << 23) | (mant << 13);
   }

@@ -18,7 +18,7 @@ done
 
 packages=(
   build-essential cmake ninja-build pkg-config git ca-certificates
-  libvulkan-dev glslc mesa-vulkan-drivers vulkan-tools spirv-tools
+  libvulkan-dev glslc mesa-vulkan-drivers vulkan-tools spirv-tools vulkan-validationlayers
   libtbb-dev libzstd-dev libssl-dev nlohmann-json3-dev libarchive-dev libcli11-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev time
 )

@@ -1,0 +1,251 @@
+#include "convert/converter.h"
+
+#include <fcntl.h>
+#include <tbb/global_control.h>
+#include <tbb/task_arena.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+#include "convert/pack_manifest.h"
+#include "convert/pipeline.h"
+#include "convert/source.h"
+#include "rdrr/file_io.h"
+#include "rdrr/manifest_json.h"
+#include "rdrr/pack_writer.h"
+#include "rdrr/sha256.h"
+#include "rdrr/shard_writer.h"
+
+#ifndef RDRR_VERSION
+#define RDRR_VERSION "0.0.0"
+#endif
+
+namespace rdrr::convert {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+// SHA-256 of the input files on a thread of its own, concurrently with the conversion (reads through
+// read(2), so the page cache it fills is not counted in our RSS and the mapped reads find it warm).
+class SourceHasher {
+ public:
+  explicit SourceHasher(std::vector<SourceFile> files) : files_(std::move(files)) {
+    thread_ = std::thread([this] { result_ = hash_all(); });
+  }
+  ~SourceHasher() {
+    cancel_.store(true);
+    if (thread_.joinable()) thread_.join();
+  }
+  SourceHasher(const SourceHasher&) = delete;
+  SourceHasher& operator=(const SourceHasher&) = delete;
+
+  Result<std::vector<FileRecord>> wait() {
+    if (thread_.joinable()) thread_.join();
+    return std::move(result_);
+  }
+
+ private:
+  Result<FileRecord> hash_one(const SourceFile& f) {
+    UniqueFd fd(::open(f.path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd.valid()) return errno_status(errno, f.path.string(), "open");
+    posix_fadvise(fd.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
+    Sha256 h;
+    std::vector<std::byte> buf(4u << 20);
+    uint64_t total = 0;
+    while (!cancel_.load()) {
+      const ssize_t n = ::read(fd.get(), buf.data(), buf.size());
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return errno_status(errno, f.path.string(), "read");
+      if (n == 0) break;
+      h.update(std::span<const std::byte>(buf.data(), static_cast<size_t>(n)));
+      total += static_cast<uint64_t>(n);
+    }
+    if (cancel_.load()) return error(StatusCode::kInternal, "hashing cancelled");
+    return FileRecord{f.name, total, h.finish_hex()};
+  }
+  Result<std::vector<FileRecord>> hash_all() {
+    std::vector<FileRecord> out;
+    for (const SourceFile& f : files_) {
+      RDRR_ASSIGN_OR_RETURN(FileRecord r, hash_one(f));
+      out.push_back(std::move(r));
+    }
+    return out;
+  }
+
+  std::vector<SourceFile> files_;
+  std::atomic<bool> cancel_{false};
+  Result<std::vector<FileRecord>> result_{error(StatusCode::kInternal, "hashing did not run")};
+  std::thread thread_;
+};
+
+Status check_options(const ConvertOptions& o) {
+  if (o.src.empty()) return error(StatusCode::kInvalidArgument, "SRC: empty path");
+  if (o.out.empty() && !o.dry_run) return error(StatusCode::kInvalidArgument, "OUT: empty path");
+  if (o.threads < 0) return error(StatusCode::kInvalidArgument, "--threads: must be >= 0");
+  if (o.rmse_every_chunks < 1) return error(StatusCode::kInvalidArgument, "--rmse-every: must be >= 1");
+  return validate_max_shard_bytes(o.shard_size_bytes).context("--shard-size");
+}
+
+struct Planned {
+  std::vector<TensorJob> jobs;
+  uint64_t bytes_in = 0;
+};
+
+Result<Planned> plan_and_place(const SourceModel& src, const ConvertOptions& o) {
+  PlanOptions po;
+  po.preset = o.preset;
+  po.q4k_layout = o.q4k_layout;
+  po.n_layers = static_cast<int>(src.config().architecture.num_layers);
+  po.tied_embeddings = src.config().tied_embeddings;
+  for (const std::string& spec : o.tensor_types) {
+    RDRR_ASSIGN_OR_RETURN(TensorTypeOverride ov, parse_tensor_type_override(spec));
+    po.overrides.push_back(std::move(ov));
+  }
+  std::vector<PlanInput> inputs;
+  for (const SourceTensor& t : src.tensors()) inputs.push_back({t.name, t.shape});
+  RDRR_ASSIGN_OR_RETURN(std::vector<PlanEntry> plan, plan_tensors(inputs, po));
+  RDRR_ASSIGN_OR_RETURN(ShardPlanner placer, ShardPlanner::create(o.shard_size_bytes));
+  Planned out;
+  for (size_t i = 0; i < plan.size(); ++i) {
+    TensorJob job;
+    job.source = &src.tensors()[i];
+    job.plan = std::move(plan[i]);
+    RDRR_ASSIGN_OR_RETURN(job.placement, placer.place(job.plan.size_bytes));
+    job.raw_parts = raw_parts_for(*job.source, job.plan);
+    out.bytes_in += job.source->stored_bytes();
+    out.jobs.push_back(std::move(job));
+  }
+  return out;
+}
+
+ConvertReport base_report(const ConvertOptions& o, const SourceModel& src, const Planned& planned, int threads) {
+  ConvertReport r;
+  r.src = o.src.string();
+  r.out = o.out.string();
+  r.format = src.format();
+  r.family = src.config().family;
+  r.model_id = o.model_id.value_or(src.default_model_id());
+  r.quantization = quantization_label(o.preset);
+  r.dry_run = o.dry_run;
+  r.threads = threads;
+  r.warnings = src.warnings();
+  r.bytes_in = planned.bytes_in;
+  for (const TensorJob& j : planned.jobs) {
+    TensorReport t;
+    t.name = j.plan.name;
+    t.shape = j.plan.shape;
+    t.source_dtype = j.source->source_dtype();
+    t.dtype = j.plan.dtype;
+    t.layout = j.plan.layout;
+    t.reason = j.plan.reason;
+    t.size_bytes = j.plan.size_bytes;
+    t.placement = j.placement;
+    t.passthrough = !j.raw_parts.empty() && std::all_of(j.raw_parts.begin(), j.raw_parts.end(), [](bool b) { return b; });
+    r.tensors.push_back(std::move(t));
+  }
+  return r;
+}
+
+// Copies (HF) or writes (GGUF) the tokenizer files into the pack.
+Result<std::vector<FileRecord>> bundle_tokenizer(PackWriter& pack, const ModelConfig& cfg) {
+  std::vector<FileRecord> out;
+  for (const fs::path& p : cfg.tokenizer_files) {
+    RDRR_ASSIGN_OR_RETURN(PackFileEntry e, pack.copy_file(p, p.filename().string()));
+    out.push_back({e.name, e.size_bytes, e.sha256_hex});
+  }
+  if (cfg.gguf_tokenizer_json) {
+    RDRR_ASSIGN_OR_RETURN(PackFileEntry e, pack.add_file(kGgufTokenizerFileName, *cfg.gguf_tokenizer_json));
+    out.push_back({e.name, e.size_bytes, e.sha256_hex});
+  }
+  return out;
+}
+
+Result<ConvertReport> convert_in_arena(const ConvertOptions& o, int threads, Clock::time_point start) {
+  const bool fuse = o.fuse_gate_up.value_or(preset_is_quantized(o.preset));
+  RDRR_ASSIGN_OR_RETURN(SourceModel src, SourceModel::open(o.src, {.fuse_gate_up = fuse}));
+  RDRR_ASSIGN_OR_RETURN(Planned planned, plan_and_place(src, o));
+  ConvertReport report = base_report(o, src, planned, threads);
+  if (o.dry_run) {
+    std::error_code ec;
+    if (!o.out.empty() && fs::exists(fs::symlink_status(o.out, ec)) && !o.force) {
+      return error(StatusCode::kAlreadyExists, o.out.string() + ": already exists (use --force to replace it)");
+    }
+    report.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    return report;
+  }
+  PackWriterOptions pwo;
+  pwo.force = o.force;
+  pwo.shard_size_bytes = o.shard_size_bytes;
+  pwo.sync_to_disk = o.sync_to_disk;
+  RDRR_ASSIGN_OR_RETURN(PackWriter pack, PackWriter::create(o.out, pwo));
+  SourceHasher hasher(src.files());
+
+  PipelineOptions po;
+  po.max_tokens = threads + 2;
+  po.allow_nonfinite = o.allow_nonfinite;
+  po.rmse_every_chunks = o.rmse_every_chunks;
+  po.on_progress = o.on_progress;
+  RDRR_ASSIGN_OR_RETURN(std::vector<TensorStats> stats, run_pipeline(planned.jobs, pack.shards(), po));
+  RDRR_ASSIGN_OR_RETURN(std::vector<ShardInfo> shards, pack.finish_shards());
+  RDRR_ASSIGN_OR_RETURN(std::vector<FileRecord> tokenizer, bundle_tokenizer(pack, src.config()));
+  RDRR_ASSIGN_OR_RETURN(std::vector<FileRecord> source_files, hasher.wait());
+
+  ManifestInputs mi;
+  mi.source = &src;
+  mi.model_id = report.model_id;
+  mi.quantization = report.quantization;
+  mi.jobs = &planned.jobs;
+  mi.shards = shards;
+  mi.tokenizer_files = tokenizer;
+  mi.source_files = std::move(source_files);
+  mi.flags = converter_flags(o, fuse);
+  RDRR_ASSIGN_OR_RETURN(Manifest manifest, build_manifest(mi));
+  const std::string text = serialize_manifest(manifest);
+  RDRR_RETURN_IF_ERROR(pack.commit(text));
+
+  for (size_t i = 0; i < stats.size(); ++i) {
+    TensorReport& t = report.tensors[i];
+    const TensorStats& s = stats[i];
+    t.passthrough = s.passthrough;
+    t.sampled_values = s.sampled_values;
+    t.rmse = s.sampled_values ? std::sqrt(s.sq_err / static_cast<double>(s.sampled_values)) : 0.0;
+    t.source_rms = s.sampled_values ? std::sqrt(s.sq_ref / static_cast<double>(s.sampled_values)) : 0.0;
+    t.nonfinite_values = s.nonfinite_values;
+    t.seconds = s.seconds;
+    if (s.nonfinite_values > 0) {
+      report.warnings.push_back("tensor " + t.name + ": " + std::to_string(s.nonfinite_values) +
+                                " non-finite values (--allow-nonfinite: kept in plain types, encoded as 0 in block types)");
+    }
+  }
+  report.shards = shards;
+  report.bytes_out = text.size();
+  for (const ShardInfo& s : shards) report.bytes_out += s.size_bytes;
+  for (const FileRecord& f : tokenizer) report.bytes_out += f.size_bytes;
+  report.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  return report;
+}
+
+}  // namespace
+
+std::string_view converter_version() { return RDRR_VERSION; }
+
+Result<ConvertReport> convert_model(const ConvertOptions& options) {
+  const auto start = Clock::now();
+  RDRR_RETURN_IF_ERROR(check_options(options));
+  const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int threads = options.threads > 0 ? options.threads : hw;
+  tbb::global_control limit(tbb::global_control::max_allowed_parallelism, static_cast<size_t>(threads));
+  tbb::task_arena arena(threads);
+  Result<ConvertReport> result = error(StatusCode::kInternal, "conversion did not run");
+  arena.execute([&] { result = convert_in_arena(options, threads, start); });
+  return result;
+}
+
+}  // namespace rdrr::convert

@@ -1,0 +1,102 @@
+// rdrr-convert's engine: Hugging Face folder or GGUF file -> RDRR pack (rdrr/SPEC.md).
+//
+//   open source (convert/source.h) -> plan types (convert/plan.h) -> place every tensor (ShardPlanner)
+//   -> stream: read + convert/quantize + write/hash (convert/pipeline.h) -> tokenizer files
+//   -> manifest (built, validated) -> atomic commit (rdrr/pack_writer.h).
+//
+// Memory stays bounded whatever the model size: tensors are streamed in 256-row chunks, consumed input
+// pages are released, and only a column_wise tensor's quantized bytes (at most one tensor's output) are
+// held until the tensor is complete. Output bytes are identical for any thread count; the manifest has no
+// timestamp, so the same input and options give the same pack.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "convert/plan.h"
+#include "quant/dtype.h"
+#include "quant/status.h"
+#include "rdrr/manifest.h"
+#include "rdrr/placement.h"
+
+namespace rdrr::convert {
+
+inline constexpr std::string_view kConverterName = "rdrr-convert";
+std::string_view converter_version();  // the project version, e.g. "0.1.0"
+
+// Rows per streamed chunk. 256 is a multiple of every block size, so every layout can encode any chunk.
+inline constexpr int64_t kChunkRows = 256;
+
+struct ConvertProgress {
+  size_t tensors_done = 0;
+  size_t tensors_total = 0;
+  uint64_t bytes_in_done = 0;  // input tensor bytes consumed
+  uint64_t bytes_in_total = 0;
+  uint64_t bytes_out_done = 0;  // pack bytes written
+  double elapsed_seconds = 0;
+};
+
+struct ConvertOptions {
+  std::filesystem::path src;  // HF folder or .gguf file
+  std::filesystem::path out;  // pack directory to create
+  Preset preset = Preset::kQ4_K_M;
+  quant::Layout q4k_layout = quant::Layout::kColumnWise;
+  std::optional<bool> fuse_gate_up;            // default: preset_is_quantized(preset)
+  std::vector<std::string> tensor_types;       // "REGEX=TYPE" overrides, first match wins
+  uint64_t shard_size_bytes = kDefaultShardSizeBytes;
+  int threads = 0;                             // 0: all hardware threads
+  bool dry_run = false;                        // plan and place, write nothing
+  bool force = false;                          // replace an existing pack at `out`
+  bool allow_nonfinite = false;                // keep NaN/Inf (plain types) / encode them as 0 (block types)
+  bool sync_to_disk = true;                    // fsync the pack before the rename
+  std::optional<std::string> model_id;         // default: the folder name / GGUF general.name
+  int rmse_every_chunks = 16;                  // RMSE on chunks 0, N, 2N, ... of every tensor (1: exact)
+  std::function<void(const ConvertProgress&)> on_progress;  // called from the writer, at most ~10 times/s
+};
+
+struct TensorReport {
+  std::string name;
+  std::vector<int64_t> shape;
+  std::string source_dtype;  // "F16", "Q4_K", "Q4_K+Q6_K" (fused parts of differing types)
+  quant::DType dtype = quant::DType::kF32;
+  std::optional<quant::Layout> layout;
+  std::string reason;        // why the planner chose dtype
+  uint64_t size_bytes = 0;
+  TensorPlacement placement;
+  bool passthrough = false;  // every row copied bit-exactly from the input's blocks
+  // Quantization error vs the source values (decoded input), over the sampled rows.
+  double rmse = 0;
+  double source_rms = 0;     // RMS of the source values over the same rows (scale reference)
+  uint64_t sampled_values = 0;
+  uint64_t nonfinite_values = 0;  // only with allow_nonfinite
+  double seconds = 0;        // conversion time (summed over chunks)
+};
+
+struct ConvertReport {
+  std::string src;
+  std::string out;
+  SourceFormat format = SourceFormat::kSafetensors;
+  std::string family;
+  std::string model_id;
+  std::string quantization;  // "Q4_K_M"
+  bool dry_run = false;
+  int threads = 0;
+  std::vector<TensorReport> tensors;
+  std::vector<ShardInfo> shards;
+  std::vector<std::string> warnings;
+  uint64_t bytes_in = 0;   // input tensor bytes
+  uint64_t bytes_out = 0;  // pack size (shards + tokenizer files + manifest)
+  double wall_seconds = 0;
+};
+
+// Runs the whole conversion. Errors carry the codes of README "Exit codes" (through tools/exit_codes.h):
+// kNotFound (src, config, tensor), kParse/kSchema/kValidation (malformed input), kUnsupported (architecture,
+// dtype), kNonFinite (NaN/Inf in a weight, naming tensor and index), kAlreadyExists (out exists, no force),
+// kNoSpace, kIo, kInvalidArgument (options).
+Result<ConvertReport> convert_model(const ConvertOptions& options);
+
+}  // namespace rdrr::convert

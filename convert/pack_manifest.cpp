@@ -1,0 +1,79 @@
+#include "convert/pack_manifest.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include "convert/plan.h"
+#include "rdrr/validate.h"
+
+namespace rdrr::convert {
+
+rdrr::TensorRole manifest_role(std::string_view name) {
+  switch (classify_tensor(name)) {
+    case convert::TensorRole::kEmbedding: return rdrr::TensorRole::kEmbedding;
+    case convert::TensorRole::kLmHead: return rdrr::TensorRole::kLmHead;
+    case convert::TensorRole::kNorm: return rdrr::TensorRole::kNorm;
+    case convert::TensorRole::kBias: return rdrr::TensorRole::kBias;
+    default: return rdrr::TensorRole::kMatmul;
+  }
+}
+
+std::string manifest_group(std::string_view name) {
+  const int layer = layer_index(name);
+  if (layer >= 0) return "layer." + std::to_string(layer);
+  if (classify_tensor(name) == convert::TensorRole::kEmbedding) return "embed";
+  return "head";
+}
+
+std::map<std::string, std::string> converter_flags(const ConvertOptions& o, bool fuse_gate_up) {
+  std::map<std::string, std::string> f;
+  f["quantize"] = std::string(preset_name(o.preset));
+  f["q4k-layout"] = std::string(quant::layout_name(o.q4k_layout));
+  f["fuse-gate-up"] = fuse_gate_up ? "true" : "false";
+  f["shard-size"] = std::to_string(o.shard_size_bytes);
+  f["allow-nonfinite"] = o.allow_nonfinite ? "true" : "false";
+  for (size_t i = 0; i < o.tensor_types.size(); ++i) f["tensor-type." + std::to_string(i)] = o.tensor_types[i];
+  return f;
+}
+
+std::string quantization_label(Preset preset) {
+  std::string s(preset_name(preset));
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+  return s;
+}
+
+Result<Manifest> build_manifest(const ManifestInputs& in) {
+  const ModelConfig& cfg = in.source->config();
+  Manifest m;
+  m.model_id = in.model_id;
+  m.quantization = in.quantization;
+  m.architecture = cfg.architecture;
+  m.inference = cfg.inference;
+  m.inference.execution.reset();  // the graph planner fills it (later)
+  m.tokenizer = cfg.tokenizer;
+  m.tokenizer.files = in.tokenizer_files;
+  m.metadata.source.format = in.source->format();
+  m.metadata.source.files = in.source_files;
+  m.metadata.converter.name = std::string(kConverterName);
+  m.metadata.converter.version = std::string(converter_version());
+  m.metadata.converter.flags = in.flags;
+  m.shards = in.shards;
+  for (const TensorJob& job : *in.jobs) {
+    TensorEntry e;
+    e.name = job.plan.name;
+    e.dtype = job.plan.dtype;
+    for (int64_t d : job.plan.shape) e.shape.push_back(static_cast<uint64_t>(d));
+    e.layout = job.plan.layout;
+    e.role = manifest_role(e.name);
+    e.group = manifest_group(e.name);
+    e.size_bytes = job.plan.size_bytes;
+    e.placement = job.placement;
+    m.tensors.push_back(std::move(e));
+  }
+  fill_derived_fields(m);
+  canonicalize(m);
+  RDRR_RETURN_IF_ERROR(validate_manifest(m).context("manifest"));
+  return m;
+}
+
+}  // namespace rdrr::convert

@@ -1,0 +1,42 @@
+// Builds the RDRR manifest of a converted model from the pieces the converter produced: the model config,
+// the planned and placed tensors, the shard list, the bundled tokenizer files and the provenance.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "convert/converter.h"
+#include "convert/pipeline.h"
+#include "convert/source.h"
+#include "quant/status.h"
+#include "rdrr/manifest.h"
+
+namespace rdrr::convert {
+
+struct ManifestInputs {
+  const SourceModel* source = nullptr;
+  std::string model_id;
+  std::string quantization;                   // "Q4_K_M"
+  const std::vector<TensorJob>* jobs = nullptr;
+  std::vector<ShardInfo> shards;
+  std::vector<FileRecord> tokenizer_files;    // as bundled in the pack
+  std::vector<FileRecord> source_files;       // provenance, names relative to the input folder
+  std::map<std::string, std::string> flags;   // converter.flags
+};
+
+// The manifest tensor role and group of a canonical tensor name ("embed", "head", "layer.N").
+rdrr::TensorRole manifest_role(std::string_view name);
+std::string manifest_group(std::string_view name);
+
+// The options that influence the output, in canonical spelling (no paths, no thread count).
+std::map<std::string, std::string> converter_flags(const ConvertOptions& options, bool fuse_gate_up);
+
+// "Q4_K_M", "F16", ...
+std::string quantization_label(Preset preset);
+
+// Fills every field, derives counts, canonicalizes and runs validate_manifest (its errors, prefixed with
+// "manifest: ", e.g. a model id with control characters).
+Result<Manifest> build_manifest(const ManifestInputs& in);
+
+}  // namespace rdrr::convert

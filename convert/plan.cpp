@@ -1,0 +1,219 @@
+#include "convert/plan.h"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <charconv>
+#include <utility>
+
+#include "quant/layout.h"
+
+namespace rdrr::convert {
+namespace {
+
+using quant::DType;
+using quant::Layout;
+
+constexpr std::array<std::pair<Preset, std::string_view>, 6> kPresets = {{
+    {Preset::kF32, "f32"}, {Preset::kF16, "f16"}, {Preset::kBF16, "bf16"},
+    {Preset::kQ8_0, "q8_0"}, {Preset::kQ4_K, "q4_k"}, {Preset::kQ4_K_M, "q4_k_m"},
+}};
+
+bool ends_with(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+std::optional<DType> parse_type_name(std::string_view name) {
+  const std::string l = lower(name);
+  if (l == "f32") return DType::kF32;
+  if (l == "f16") return DType::kF16;
+  if (l == "bf16") return DType::kBF16;
+  if (l == "q8_0") return DType::kQ8_0;
+  if (l == "q4_k") return DType::kQ4_K;
+  if (l == "q6_k") return DType::kQ6_K;
+  return std::nullopt;
+}
+
+// The preset's choice for a 2-D tensor, with the reason.
+std::pair<DType, std::string> preset_choice(const PlanEntry& e, const PlanOptions& o) {
+  const std::string p(preset_name(o.preset));
+  switch (o.preset) {
+    case Preset::kF32: return {DType::kF32, "preset " + p};
+    case Preset::kF16: return {DType::kF16, "preset " + p};
+    case Preset::kBF16: return {DType::kBF16, "preset " + p};
+    case Preset::kQ8_0: return {DType::kQ8_0, "preset " + p};
+    case Preset::kQ4_K:
+      if (e.role == TensorRole::kEmbedding) return {DType::kF16, "preset q4_k: embeddings stay F16"};
+      return {DType::kQ4_K, "preset q4_k"};
+    case Preset::kQ4_K_M: break;
+  }
+  if (e.role == TensorRole::kLmHead) return {DType::kQ6_K, "preset q4_k_m: output head"};
+  if (e.role == TensorRole::kEmbedding) {
+    if (o.tied_embeddings) return {DType::kQ6_K, "preset q4_k_m: tied embedding is the output head"};
+    return {DType::kQ4_K, "preset q4_k_m: untied embedding"};
+  }
+  const bool more_bits_role = e.role == TensorRole::kAttnV || e.role == TensorRole::kAttnQkv ||
+                              e.role == TensorRole::kFfnDown;
+  const int layer = layer_index(e.name);
+  if (more_bits_role && layer >= 0 && use_more_bits(layer, o.n_layers)) {
+    return {DType::kQ6_K, "preset q4_k_m: use_more_bits(layer " + std::to_string(layer) + ")"};
+  }
+  return {DType::kQ4_K, "preset q4_k_m"};
+}
+
+}  // namespace
+
+std::string_view preset_name(Preset p) {
+  for (const auto& [preset, name] : kPresets) {
+    if (preset == p) return name;
+  }
+  return "?";
+}
+
+std::optional<Preset> parse_preset(std::string_view name) {
+  const std::string l = lower(name);
+  for (const auto& [preset, pname] : kPresets) {
+    if (pname == l) return preset;
+  }
+  return std::nullopt;
+}
+
+bool preset_is_quantized(Preset p) {
+  return p == Preset::kQ8_0 || p == Preset::kQ4_K || p == Preset::kQ4_K_M;
+}
+
+std::string_view role_name(TensorRole r) {
+  switch (r) {
+    case TensorRole::kEmbedding: return "embedding";
+    case TensorRole::kLmHead: return "lm_head";
+    case TensorRole::kNorm: return "norm";
+    case TensorRole::kAttnQ: return "attn_q";
+    case TensorRole::kAttnK: return "attn_k";
+    case TensorRole::kAttnV: return "attn_v";
+    case TensorRole::kAttnQkv: return "attn_qkv";
+    case TensorRole::kAttnOut: return "attn_output";
+    case TensorRole::kFfnGate: return "ffn_gate";
+    case TensorRole::kFfnUp: return "ffn_up";
+    case TensorRole::kFfnGateUp: return "ffn_gate_up";
+    case TensorRole::kFfnDown: return "ffn_down";
+    case TensorRole::kBias: return "bias";
+    case TensorRole::kOther: return "other";
+  }
+  return "other";
+}
+
+TensorRole classify_tensor(std::string_view name) {
+  if (ends_with(name, ".bias")) return TensorRole::kBias;
+  if (name == "lm_head.weight") return TensorRole::kLmHead;
+  if (ends_with(name, "embed_tokens.weight")) return TensorRole::kEmbedding;
+  if (ends_with(name, "norm.weight") || ends_with(name, "layernorm.weight")) return TensorRole::kNorm;
+  static constexpr std::array<std::pair<std::string_view, TensorRole>, 9> kSuffixes = {{
+      {".self_attn.q_proj.weight", TensorRole::kAttnQ},
+      {".self_attn.k_proj.weight", TensorRole::kAttnK},
+      {".self_attn.v_proj.weight", TensorRole::kAttnV},
+      {".self_attn.qkv_proj.weight", TensorRole::kAttnQkv},
+      {".self_attn.o_proj.weight", TensorRole::kAttnOut},
+      {".mlp.gate_proj.weight", TensorRole::kFfnGate},
+      {".mlp.up_proj.weight", TensorRole::kFfnUp},
+      {".mlp.gate_up_proj.weight", TensorRole::kFfnGateUp},
+      {".mlp.down_proj.weight", TensorRole::kFfnDown},
+  }};
+  for (const auto& [suffix, role] : kSuffixes) {
+    if (ends_with(name, suffix)) return role;
+  }
+  return TensorRole::kOther;
+}
+
+int layer_index(std::string_view name) {
+  constexpr std::string_view kPrefix = "model.layers.";
+  if (name.substr(0, kPrefix.size()) != kPrefix) return -1;
+  const std::string_view rest = name.substr(kPrefix.size());
+  int value = -1;
+  const auto [ptr, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), value);
+  if (ec != std::errc() || ptr == rest.data() || ptr == rest.data() + rest.size() || *ptr != '.') return -1;
+  return value;
+}
+
+bool use_more_bits(int layer, int n_layers) {
+  return layer < n_layers / 8 || layer >= 7 * n_layers / 8 || (layer - n_layers / 8) % 3 == 2;
+}
+
+Result<TensorTypeOverride> parse_tensor_type_override(std::string_view spec) {
+  const size_t eq = spec.rfind('=');
+  if (eq == std::string_view::npos || eq == 0 || eq + 1 == spec.size()) {
+    return error(StatusCode::kInvalidArgument,
+                 "--tensor-type '" + std::string(spec) + "': expected REGEX=TYPE");
+  }
+  const std::string_view type_name = spec.substr(eq + 1);
+  const std::optional<DType> dtype = parse_type_name(type_name);
+  if (!dtype) {
+    return error(StatusCode::kInvalidArgument,
+                 "--tensor-type '" + std::string(spec) + "': unknown type '" + std::string(type_name) +
+                     "' (expected one of f32, f16, bf16, q8_0, q4_k, q6_k)");
+  }
+  TensorTypeOverride o;
+  o.pattern = std::string(spec.substr(0, eq));
+  o.dtype = *dtype;
+  try {
+    o.regex = std::regex(o.pattern, std::regex::ECMAScript);
+  } catch (const std::regex_error& e) {
+    return error(StatusCode::kInvalidArgument,
+                 "--tensor-type '" + std::string(spec) + "': bad regex: " + e.what());
+  }
+  return o;
+}
+
+uint64_t planned_size_bytes(DType dtype, std::optional<Layout> layout, const std::vector<int64_t>& shape) {
+  int64_t elems = 1;
+  for (int64_t d : shape) elems *= d;
+  if (!quant::is_block_quantized(dtype)) return static_cast<uint64_t>(elems * quant::block_bytes(dtype));
+  if (shape.size() != 2 || !layout) return quant::quantized_size_bytes(dtype, Layout::kFlat, 1, elems);
+  return quant::quantized_size_bytes(dtype, *layout, shape[0], shape[1]);
+}
+
+Result<std::vector<PlanEntry>> plan_tensors(const std::vector<PlanInput>& inputs, const PlanOptions& options) {
+  std::vector<PlanEntry> plan;
+  plan.reserve(inputs.size());
+  for (const PlanInput& in : inputs) {
+    PlanEntry e;
+    e.name = in.name;
+    e.shape = in.shape;
+    e.role = classify_tensor(in.name);
+    if (in.shape.empty() || std::any_of(in.shape.begin(), in.shape.end(), [](int64_t d) { return d <= 0; })) {
+      return error(StatusCode::kValidation, "tensor " + in.name + ": shape has no elements");
+    }
+    if (in.shape.size() == 1) {
+      e.dtype = DType::kF32;
+      e.reason = "1-D tensors stay F32";
+    } else {
+      std::tie(e.dtype, e.reason) = preset_choice(e, options);
+    }
+    for (const TensorTypeOverride& o : options.overrides) {
+      if (!std::regex_match(in.name, o.regex)) continue;
+      if (quant::is_block_quantized(o.dtype) && in.shape.size() != 2) {
+        return error(StatusCode::kInvalidArgument,
+                     "--tensor-type " + o.pattern + "=" + std::string(quant::dtype_name(o.dtype)) +
+                         ": tensor " + in.name + " is " + std::to_string(in.shape.size()) +
+                         "-D; block-quantized types need a 2-D weight");
+      }
+      e.dtype = o.dtype;
+      e.reason = "override " + o.pattern + "=" + std::string(quant::dtype_name(o.dtype));
+      break;
+    }
+    if (quant::is_block_quantized(e.dtype)) {
+      e.layout = e.dtype == DType::kQ4_K ? options.q4k_layout : Layout::kRowWise;
+    }
+    e.size_bytes = planned_size_bytes(e.dtype, e.layout, e.shape);
+    plan.push_back(std::move(e));
+  }
+  return plan;
+}
+
+}  // namespace rdrr::convert

@@ -1,0 +1,374 @@
+// SourceModel: opens an HF folder or a GGUF file, maps names, orders and fuses tensors, checks shapes
+// against the model config. Row reading lives in source_read.cpp.
+#include "convert/source.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <system_error>
+#include <tuple>
+#include <utility>
+
+#include "convert/gguf_names.h"
+#include "convert/plan.h"
+
+namespace rdrr::convert {
+namespace {
+
+namespace fs = std::filesystem;
+using quant::GgmlBlockType;
+
+std::string shape_str(const std::vector<int64_t>& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+bool ends_with(std::string_view s, std::string_view x) {
+  return s.size() >= x.size() && s.substr(s.size() - x.size()) == x;
+}
+
+// The logical shape a tensor must have under `arch`, or nullopt when the name is not a weight we know.
+std::optional<std::vector<int64_t>> expected_shape(std::string_view name, const Architecture& a) {
+  const auto H = static_cast<int64_t>(a.hidden_size);
+  const auto I = static_cast<int64_t>(a.intermediate_size);
+  const auto V = static_cast<int64_t>(a.vocab_size);
+  const auto hd = static_cast<int64_t>(a.head_dim);
+  const int64_t q = static_cast<int64_t>(a.num_attention_heads) * hd;
+  const int64_t kv = static_cast<int64_t>(a.num_key_value_heads) * hd;
+  using V2 = std::vector<int64_t>;
+  if (name == "model.embed_tokens.weight" || name == "lm_head.weight") return V2{V, H};
+  if (name == "model.norm.weight") return V2{H};
+  if (layer_index(name) < 0) return std::nullopt;
+  static const std::map<std::string_view, int, std::less<>> kSuffix = {
+      {".input_layernorm.weight", 0},          {".post_attention_layernorm.weight", 0},
+      {".pre_feedforward_layernorm.weight", 0}, {".post_feedforward_layernorm.weight", 0},
+      {".self_attn.q_norm.weight", 1},         {".self_attn.k_norm.weight", 1},
+      {".self_attn.q_proj.weight", 2},         {".self_attn.k_proj.weight", 3},
+      {".self_attn.v_proj.weight", 3},         {".self_attn.qkv_proj.weight", 4},
+      {".self_attn.o_proj.weight", 5},         {".mlp.gate_proj.weight", 6},
+      {".mlp.up_proj.weight", 6},              {".mlp.gate_up_proj.weight", 7},
+      {".mlp.down_proj.weight", 8},            {".self_attn.q_proj.bias", 9},
+      {".self_attn.k_proj.bias", 10},          {".self_attn.v_proj.bias", 10},
+      {".self_attn.qkv_proj.bias", 11},
+  };
+  const size_t dot = name.find('.', std::string_view("model.layers.").size());
+  const auto it = kSuffix.find(name.substr(dot));
+  if (it == kSuffix.end()) return std::nullopt;
+  switch (it->second) {
+    case 0: return V2{H};
+    case 1: return V2{hd};
+    case 2: return V2{q, H};
+    case 3: return V2{kv, H};
+    case 4: return V2{q + 2 * kv, H};
+    case 5: return V2{H, q};
+    case 6: return V2{I, H};
+    case 7: return V2{2 * I, H};
+    case 8: return V2{H, I};
+    case 9: return V2{q};
+    case 10: return V2{kv};
+    default: return V2{q + 2 * kv};
+  }
+}
+
+// Writer order: embedding, layers by index (tensors by name inside), then the head tensors.
+std::tuple<int, int, std::string> order_key(const std::string& name) {
+  const int layer = layer_index(name);
+  if (layer >= 0) return {1, layer, name};
+  if (name == "model.embed_tokens.weight") return {0, 0, name};
+  return {2, name == "lm_head.weight" ? 1 : 0, name};
+}
+
+// HF multimodal wrappers (Gemma 3 conditional generation): the text model's names under the plain prefix.
+std::optional<std::string> normalize_hf_name(std::string_view name) {
+  for (auto [from, to] : {std::pair<std::string_view, std::string_view>{"model.language_model.", "model."},
+                          {"language_model.model.", "model."},
+                          {"language_model.lm_head.", "lm_head."}}) {
+    if (starts_with(name, from)) return std::string(to) + std::string(name.substr(from.size()));
+  }
+  if (starts_with(name, "vision_tower.") || starts_with(name, "model.vision_tower.") ||
+      starts_with(name, "multi_modal_projector.") || starts_with(name, "model.multi_modal_projector.")) {
+    return std::nullopt;
+  }
+  return std::string(name);
+}
+
+Result<StoredMatrix> stored_matrix(std::string name, GgmlBlockType type, const std::vector<int64_t>& shape,
+                                   std::span<const std::byte> bytes) {
+  StoredMatrix m;
+  m.name = std::move(name);
+  m.type = type;
+  m.cols = shape.empty() ? 1 : shape.back();
+  m.rows = 1;
+  for (size_t i = 0; i + 1 < shape.size(); ++i) m.rows *= shape[i];
+  const int64_t be = quant::ggml_block_elems(type);
+  if (m.cols <= 0 || m.rows <= 0 || m.cols % be != 0) {
+    return error(StatusCode::kValidation, "tensor " + m.name + ": shape " + shape_str(shape) +
+                                              " is not a whole number of " + std::to_string(be) + "-value blocks per row");
+  }
+  m.row_bytes = static_cast<uint64_t>(m.cols / be * quant::ggml_block_bytes(type));
+  if (bytes.size() != static_cast<uint64_t>(m.rows) * m.row_bytes) {
+    return error(StatusCode::kInternal, "tensor " + m.name + ": " + std::to_string(bytes.size()) +
+                                            " bytes, expected " + std::to_string(m.rows * m.row_bytes));
+  }
+  m.bytes = bytes;
+  return m;
+}
+
+GgmlBlockType block_type_of(quant::DType d) {
+  switch (d) {
+    case quant::DType::kF32: return GgmlBlockType::kF32;
+    case quant::DType::kF16: return GgmlBlockType::kF16;
+    case quant::DType::kBF16: return GgmlBlockType::kBF16;
+    case quant::DType::kQ8_0: return GgmlBlockType::kQ8_0;
+    case quant::DType::kQ4_K: return GgmlBlockType::kQ4_K;
+    case quant::DType::kQ6_K: return GgmlBlockType::kQ6_K;
+  }
+  return GgmlBlockType::kF32;
+}
+
+SourceTensor single(std::string name, std::vector<int64_t> shape, StoredMatrix m) {
+  SourceTensor t;
+  t.name = std::move(name);
+  t.shape = std::move(shape);
+  t.parts.push_back({std::move(m), 0});
+  return t;
+}
+
+// Tensors every layer (and the model) must have, given the config.
+std::vector<std::string> required_names(const ModelConfig& c, const std::set<std::string>& present) {
+  std::vector<std::string> req = {"model.embed_tokens.weight", "model.norm.weight"};
+  if (!c.tied_embeddings) req.push_back("lm_head.weight");
+  const bool gemma = c.family == "gemma3";
+  for (uint32_t l = 0; l < c.architecture.num_layers; ++l) {
+    const std::string p = "model.layers." + std::to_string(l) + ".";
+    req.push_back(p + "input_layernorm.weight");
+    req.push_back(p + "post_attention_layernorm.weight");
+    if (gemma) {
+      req.push_back(p + "pre_feedforward_layernorm.weight");
+      req.push_back(p + "post_feedforward_layernorm.weight");
+    }
+    const bool fused_qkv = present.count(p + "self_attn.qkv_proj.weight") > 0;
+    for (const char* w : {"q", "k", "v"}) {
+      if (fused_qkv) break;
+      req.push_back(p + "self_attn." + w + "_proj.weight");
+      if (c.inference.attention.attention_bias) req.push_back(p + "self_attn." + w + "_proj.bias");
+    }
+    if (fused_qkv && c.inference.attention.attention_bias) req.push_back(p + "self_attn.qkv_proj.bias");
+    if (c.inference.attention.query_key_norm) {
+      req.push_back(p + "self_attn.q_norm.weight");
+      req.push_back(p + "self_attn.k_norm.weight");
+    }
+    req.push_back(p + "self_attn.o_proj.weight");
+    if (present.count(p + "mlp.gate_up_proj.weight") == 0) {
+      if (c.inference.ffn.gated) req.push_back(p + "mlp.gate_proj.weight");
+      req.push_back(p + "mlp.up_proj.weight");
+    }
+    req.push_back(p + "mlp.down_proj.weight");
+  }
+  return req;
+}
+
+}  // namespace
+
+int64_t SourceTensor::rows() const {
+  int64_t r = 1;
+  for (size_t i = 0; i + 1 < shape.size(); ++i) r *= shape[i];
+  return r;
+}
+int64_t SourceTensor::cols() const { return shape.empty() ? 1 : shape.back(); }
+
+std::string SourceTensor::source_dtype() const {
+  std::string out;
+  for (const SourcePart& p : parts) {
+    const std::string n(quant::ggml_block_type_name(p.stored.type));
+    if (out.empty()) {
+      out = n;
+    } else if (out.find(n) == std::string::npos) {
+      out += "+" + n;
+    }
+  }
+  return out;
+}
+
+uint64_t SourceTensor::stored_bytes() const {
+  uint64_t n = 0;
+  for (const SourcePart& p : parts) n += p.stored.bytes.size();
+  return n;
+}
+
+std::optional<quant::DType> dtype_of(GgmlBlockType t) {
+  switch (t) {
+    case GgmlBlockType::kF32: return quant::DType::kF32;
+    case GgmlBlockType::kF16: return quant::DType::kF16;
+    case GgmlBlockType::kBF16: return quant::DType::kBF16;
+    case GgmlBlockType::kQ8_0: return quant::DType::kQ8_0;
+    case GgmlBlockType::kQ4_K: return quant::DType::kQ4_K;
+    case GgmlBlockType::kQ6_K: return quant::DType::kQ6_K;
+    default: return std::nullopt;
+  }
+}
+
+SourceModel::~SourceModel() = default;
+
+Result<SourceModel> SourceModel::open(const fs::path& src, const SourceOptions& options) {
+  std::error_code ec;
+  const fs::file_status st = fs::status(src, ec);
+  if (ec || !fs::exists(st)) return error(StatusCode::kNotFound, src.string() + ": no such file or folder");
+  SourceModel m;
+  if (fs::is_directory(st)) {
+    RDRR_RETURN_IF_ERROR(m.load_safetensors(src, options));
+  } else if (fs::is_regular_file(st)) {
+    RDRR_RETURN_IF_ERROR(m.load_gguf(src, options));
+  } else {
+    return error(StatusCode::kInvalidArgument, src.string() + ": not a folder or a regular file");
+  }
+  return m;
+}
+
+Status SourceModel::load_safetensors(const fs::path& folder, const SourceOptions& options) {
+  format_ = SourceFormat::kSafetensors;
+  RDRR_ASSIGN_OR_RETURN(config_, read_hf_model_config(folder));
+  RDRR_ASSIGN_OR_RETURN(SafeTensorsModel st, SafeTensorsModel::open(folder));
+  safetensors_ = std::make_unique<SafeTensorsModel>(std::move(st));
+  const fs::path canonical = fs::weakly_canonical(folder);
+  model_id_ = canonical.filename().string();
+  if (model_id_.empty()) model_id_ = "model";
+  // Provenance: every file read.
+  std::vector<fs::path> read = {folder / "config.json"};
+  for (const char* extra : {"generation_config.json", "tokenizer_config.json"}) {
+    if (fs::is_regular_file(folder / extra)) read.push_back(folder / extra);
+  }
+  if (!fs::is_regular_file(folder / "model.safetensors")) read.push_back(folder / "model.safetensors.index.json");
+  for (const SafeTensorsFile& f : safetensors_->files()) read.push_back(f.path());
+  for (const fs::path& p : config_.tokenizer_files) read.push_back(p);
+  std::set<std::string> seen;
+  for (const fs::path& p : read) {
+    if (seen.insert(p.filename().string()).second) files_.push_back({p, p.filename().string()});
+  }
+  for (const TensorView& v : safetensors_->tensors()) {
+    const std::optional<std::string> name = normalize_hf_name(v.name);
+    if (!name) {
+      warnings_.push_back("tensor " + v.name + ": not part of the text model, skipped");
+      continue;
+    }
+    if (ends_with(*name, "rotary_emb.inv_freq")) {
+      warnings_.push_back("tensor " + v.name + ": RoPE frequencies are derived from the config, skipped");
+      continue;
+    }
+    if (*name == "lm_head.weight" && config_.tied_embeddings) {
+      warnings_.push_back("tensor lm_head.weight: the embeddings are tied, the stored head is not used");
+      continue;
+    }
+    RDRR_ASSIGN_OR_RETURN(StoredMatrix sm, stored_matrix(v.name, block_type_of(v.dtype), v.shape, v.bytes));
+    tensors_.push_back(single(*name, v.shape, std::move(sm)));
+  }
+  if (config_.family == "gemma3") {  // the multiplier is rounded to the embedding's real dtype
+    for (const SourceTensor& t : tensors_) {
+      if (t.name != "model.embed_tokens.weight") continue;
+      const std::optional<quant::DType> d = dtype_of(t.parts[0].stored.type);
+      config_.inference.output.embedding_scale =
+          hf_embedding_scale(config_.architecture.hidden_size, d.value_or(quant::DType::kF32));
+    }
+  }
+  return finish(options);
+}
+
+Status SourceModel::load_gguf(const fs::path& file, const SourceOptions& options) {
+  format_ = SourceFormat::kGguf;
+  RDRR_ASSIGN_OR_RETURN(GgufFile g, GgufFile::open(file));
+  gguf_ = std::make_unique<GgufFile>(std::move(g));
+  RDRR_ASSIGN_OR_RETURN(config_, model_config_from_gguf(*gguf_));
+  RDRR_ASSIGN_OR_RETURN(std::string_view arch, gguf_->get_string("general.architecture"));
+  const Result<std::string_view> name = gguf_->get_string("general.name");
+  model_id_ = name.ok() && !name->empty() ? std::string(*name) : file.stem().string();
+  files_.push_back({file, file.filename().string()});
+  const auto& a = config_.architecture;
+  for (const GgufTensor& t : gguf_->tensors()) {
+    const std::optional<std::string> hf = gguf_to_hf_name(t.name, arch);
+    if (!hf) {
+      if (t.name == "rope_freqs.weight") {
+        warnings_.push_back("tensor rope_freqs.weight: RoPE frequencies are derived from the config, skipped");
+        continue;
+      }
+      return error(StatusCode::kUnsupported, file.string() + ": tensor " + t.name +
+                                                 ": not a known weight of GGUF architecture " + std::string(arch));
+    }
+    const std::optional<GgmlBlockType> type = quant::ggml_block_type_from_id(static_cast<uint32_t>(t.type));
+    if (!type) {
+      return error(StatusCode::kUnsupported, file.string() + ": tensor " + t.name + ": GGUF type " +
+                                                 std::string(t.type_name()) + " cannot be decoded by rdrr-convert");
+    }
+    RDRR_ASSIGN_OR_RETURN(StoredMatrix sm, stored_matrix(t.name, *type, t.shape(), t.bytes));
+    if (config_.qk_rows_permuted) {
+      const TensorRole role = classify_tensor(*hf);
+      if (role == TensorRole::kAttnQ) sm.permute_heads = a.num_attention_heads;
+      if (role == TensorRole::kAttnK) sm.permute_heads = a.num_key_value_heads;
+      if (sm.permute_heads > 0 && sm.rows % (2 * sm.permute_heads) != 0) {
+        return error(StatusCode::kValidation, "tensor " + t.name + ": " + std::to_string(sm.rows) +
+                                                  " rows cannot hold " + std::to_string(sm.permute_heads) +
+                                                  " permuted heads");
+      }
+    }
+    tensors_.push_back(single(*hf, t.shape(), std::move(sm)));
+  }
+  return finish(options);
+}
+
+// Shape checks, required tensors, gate+up fusion, writer order.
+Status SourceModel::finish(const SourceOptions& options) {
+  std::set<std::string> present;
+  for (const SourceTensor& t : tensors_) {
+    if (!present.insert(t.name).second) {
+      return error(StatusCode::kValidation, "tensor " + t.name + ": appears twice in the input");
+    }
+    const std::optional<std::vector<int64_t>> want = expected_shape(t.name, config_.architecture);
+    if (!want) {
+      return error(StatusCode::kUnsupported, "tensor " + t.name + " (" + t.parts[0].stored.name +
+                                                 "): not a known weight of a " + config_.family + " model");
+    }
+    if (t.shape != *want) {
+      return error(StatusCode::kValidation, "tensor " + t.name + ": shape " + shape_str(t.shape) +
+                                                ", expected " + shape_str(*want) + " from the model config");
+    }
+    const int layer = layer_index(t.name);
+    if (layer >= 0 && static_cast<uint32_t>(layer) >= config_.architecture.num_layers) {
+      return error(StatusCode::kValidation, "tensor " + t.name + ": layer " + std::to_string(layer) +
+                                                " >= numLayers " + std::to_string(config_.architecture.num_layers));
+    }
+  }
+  for (const std::string& n : required_names(config_, present)) {
+    if (present.count(n) == 0) return error(StatusCode::kNotFound, "tensor " + n + ": missing from the input");
+  }
+  if (options.fuse_gate_up && config_.inference.ffn.gated) {
+    std::map<std::string, size_t> index;
+    for (size_t i = 0; i < tensors_.size(); ++i) index[tensors_[i].name] = i;
+    std::vector<bool> drop(tensors_.size(), false);
+    for (uint32_t l = 0; l < config_.architecture.num_layers; ++l) {
+      const std::string p = "model.layers." + std::to_string(l) + ".mlp.";
+      const auto g = index.find(p + "gate_proj.weight");
+      const auto u = index.find(p + "up_proj.weight");
+      if (g == index.end() || u == index.end()) continue;
+      SourceTensor& gate = tensors_[g->second];
+      SourceTensor& up = tensors_[u->second];
+      gate.name = p + "gate_up_proj.weight";
+      gate.shape[0] += up.shape[0];
+      const int64_t up_row_begin = gate.parts[0].stored.rows;
+      gate.parts.push_back({std::move(up.parts[0].stored), up_row_begin});
+      drop[u->second] = true;
+    }
+    size_t w = 0;
+    for (size_t i = 0; i < tensors_.size(); ++i) {
+      if (!drop[i]) tensors_[w++] = std::move(tensors_[i]);
+    }
+    tensors_.resize(w);
+  }
+  std::sort(tensors_.begin(), tensors_.end(),
+            [](const SourceTensor& a, const SourceTensor& b) { return order_key(a.name) < order_key(b.name); });
+  std::sort(files_.begin(), files_.end(), [](const SourceFile& a, const SourceFile& b) { return a.name < b.name; });
+  for (const std::string& w : config_.warnings) warnings_.push_back(w);
+  return Status::Ok();
+}
+
+}  // namespace rdrr::convert

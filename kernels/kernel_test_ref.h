@@ -1,0 +1,36 @@
+// CPU references for the kernel differential tests: random packed weights in every dtype/layout the GEMV
+// kernels accept, and their dequantized values in double (the reference the GPU result is compared to).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <random>
+#include <span>
+#include <vector>
+
+#include "quant/blocks.h"
+#include "quant/dtype.h"
+
+namespace rdrr::kernels::testing {
+
+// Random blocks with finite, moderate scales; every code and scale byte random (padding included).
+std::vector<quant::BlockQ4K> random_q4k_blocks(std::mt19937& rng, size_t n);
+std::vector<quant::BlockQ6K> random_q6k_blocks(std::mt19937& rng, size_t n);
+std::vector<quant::BlockQ8_0> random_q80_blocks(std::mt19937& rng, size_t n);
+
+// Block decode in llama.cpp's order of operations (quant/ decoders when the build has them).
+void decode_q4k(std::span<const quant::BlockQ4K> src, std::span<float> dst);
+void decode_q6k(std::span<const quant::BlockQ6K> src, std::span<float> dst);
+void decode_q80(std::span<const quant::BlockQ8_0> src, std::span<float> dst);
+
+struct PackedWeight {
+  std::vector<std::byte> bytes;  // what the GPU gets
+  std::vector<double> w;         // W [n_rows, k] row-major, exactly the decoded values
+};
+// Random weight of the given dtype and layout (F32 / F16: plain row-major, layout ignored).
+PackedWeight random_weight(std::mt19937& rng, quant::DType dtype, quant::Layout layout, uint32_t n_rows, uint32_t k);
+
+// y = W x in double.
+std::vector<double> reference_gemv(const PackedWeight& w, std::span<const float> x, uint32_t n_rows, uint32_t k);
+
+}  // namespace rdrr::kernels::testing

@@ -1,0 +1,72 @@
+// The kernel registry: one entry per compiled SPIR-V module, describing how to bind and dispatch it.
+// The runtime builds pipelines from these entries (runtime/pipeline.h); registry_test checks every entry
+// against its SPIR-V (bindings and specialization ids present in the module, file and defines as built).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "kernels/spirv.h"
+#include "quant/dtype.h"
+
+namespace rdrr::kernels {
+
+enum class Op : uint8_t {
+  kDequant,
+  kGemv,
+  kRmsNorm,
+  kAdd,
+  kGatedAct,
+  kRope,
+  kAddRmsNorm,
+  kSoftcap,
+  kEmbed,
+  kKvAppend,
+  kAttention,
+  kAttentionMerge,
+  kSample,
+};
+// "dequant", "gemv", "rms_norm", "add", "gated_act", "rope", "add_rms_norm", "softcap", "embed", "kv_append",
+// "attention", "attention_merge", "sample"
+std::string_view op_name(Op op);
+
+enum class Access : uint8_t { kRead, kWrite, kReadWrite };
+
+struct BindingInfo {
+  uint32_t binding;  // descriptor set 0
+  std::string_view name;
+  Access access;
+};
+
+enum class SpecRole : uint8_t { kLocalSizeX, kLocalSizeY, kLocalSizeZ, kTuning };
+
+struct SpecInfo {
+  uint32_t id;
+  std::string_view name;
+  uint32_t default_value;
+  SpecRole role;
+};
+
+struct KernelInfo {
+  std::string_view name;     // unique; also the SPIR-V module name
+  std::string_view file;     // GLSL source under kernels/
+  std::string_view entry;    // entry point
+  std::string_view defines;  // glslc -D defines, space-separated
+  Op op;
+  std::span<const quant::DType> dtypes;    // weight / input element types accepted
+  std::span<const quant::Layout> layouts;  // block orders accepted (gemv); {} when not applicable
+  std::span<const BindingInfo> bindings;   // in binding order, 0..n-1
+  std::span<const SpecInfo> spec;
+  uint32_t push_constant_bytes;
+  std::string_view grid;     // dispatch grid, in words
+};
+
+std::span<const KernelInfo> all_kernels();
+const KernelInfo* find_kernel(std::string_view name);
+// First kernel of `op` that accepts dtype and layout; nullptr when none does.
+const KernelInfo* find_kernel(Op op, quant::DType dtype, quant::Layout layout);
+// The kernel's SPIR-V module; nullptr when the build did not embed it (a registry/CMake mismatch).
+const SpirvBlob* kernel_spirv(const KernelInfo& k);
+
+}  // namespace rdrr::kernels

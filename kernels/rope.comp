@@ -1,0 +1,69 @@
+#version 450
+// Rotary position embedding on x [n_tokens, n_heads, head_dim] (f32), positions pos[n_tokens] (int32).
+// For rotated pair i (0 <= i < n_rot / 2): theta = pos * inv_freq_i, with
+//   inv_freq_i = freq_scale * theta_base^(-2i / n_rot)                        (plain; linear scaling)
+//   inv_freq_i = freqs[i]   (FREQ_TABLE: a table computed on the CPU, runtime/rope_freqs.h: llama3,
+//                            YaRN, LongRoPE, linear; theta_base and freq_scale unused)
+//   mode 0 (interleaved, GGUF llama order): dims (2i, 2i + 1)
+//   mode 1 (neox / rotate-half, HF order):  dims (i, i + n_rot / 2)
+//   (a, b) -> (a cos - b sin, a sin + b cos) * mscale (YaRN / LongRoPE attention factor; 1 otherwise).
+//   Dims n_rot .. head_dim - 1 (partial rotary) are copied unchanged.
+// In place (x and y the same range) is allowed: each invocation reads and writes only its own pair.
+// Bindings: 0 x (f32), 1 pos (int32[n_tokens]), 2 y (f32, same shape as x); FREQ_TABLE: 3 freqs (f32[n_rot/2]).
+// Push: n_tokens, n_heads, head_dim (even), n_rot (even, <= head_dim), theta_base, freq_scale, mode, n_groups,
+//   mscale.
+// Spec: 0 local_size_x (128).
+// Grid: ceil(n_tokens * n_heads * head_dim / 2 / local_size_x) workgroups, folded into x and y.
+#include "common.glsl"
+
+layout(local_size_x = 128, local_size_x_id = 0) in;
+
+layout(binding = 0) readonly buffer X { float x[]; };
+layout(binding = 1) readonly buffer Pos { int pos[]; };
+layout(binding = 2) writeonly buffer Y { float y[]; };
+#if defined(FREQ_TABLE)
+layout(binding = 3) readonly buffer Freqs { float freqs[]; };
+#endif
+
+layout(push_constant) uniform Push {
+  uint n_tokens;
+  uint n_heads;
+  uint head_dim;
+  uint n_rot;
+  float theta_base;
+  float freq_scale;
+  uint mode;
+  uint n_groups;
+  float mscale;
+} pc;
+
+void main() {
+  const uint half_dim = pc.head_dim >> 1;
+  const uint id = folded_group_index() * gl_WorkGroupSize.x + gl_LocalInvocationID.x;
+  if (id >= pc.n_tokens * pc.n_heads * half_dim) return;
+  const uint p = id % half_dim;
+  const uint row = id / half_dim;  // token * n_heads + head
+  const uint token = row / pc.n_heads;
+  const uint base = row * pc.head_dim;
+  const uint half_rot = pc.n_rot >> 1;
+  if (p >= half_rot) {  // pass-through pair of the unrotated tail
+    const uint d0 = pc.n_rot + 2u * (p - half_rot);
+    y[base + d0] = x[base + d0];
+    y[base + d0 + 1u] = x[base + d0 + 1u];
+    return;
+  }
+  const uint d0 = pc.mode == 0u ? 2u * p : p;
+  const uint d1 = pc.mode == 0u ? 2u * p + 1u : p + half_rot;
+#if defined(FREQ_TABLE)
+  const float theta = float(pos[token]) * freqs[p];
+#else
+  const float inv_freq = pow(pc.theta_base, -2.0 * float(p) / float(pc.n_rot));
+  const float theta = float(pos[token]) * pc.freq_scale * inv_freq;
+#endif
+  const float c = cos(theta) * pc.mscale;
+  const float s = sin(theta) * pc.mscale;
+  const float a = x[base + d0];
+  const float b = x[base + d1];
+  y[base + d0] = a * c - b * s;
+  y[base + d1] = a * s + b * c;
+}

@@ -1,0 +1,141 @@
+#include "quant/layout_codec.h"
+
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+#include <tbb/partitioner.h>
+
+#include <algorithm>
+#include <cstring>
+#include <span>
+
+#include "quant/blocks.h"
+#include "quant/q4_k.h"
+#include "quant/q6_k.h"
+#include "quant/q8_0.h"
+
+namespace rdrr::quant::detail {
+
+namespace {
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Blocks go through a local, aligned array: dst/src byte buffers need no alignment.
+template <typename Block, int64_t kElems, auto kQuantize>
+void encode_weighted(const float* x, const float* w, int64_t n_blocks, uint8_t* out) {
+  constexpr int64_t kBatch = kTileElems / kElems;
+  Block tmp[kBatch];
+  for (int64_t b0 = 0; b0 < n_blocks; b0 += kBatch) {
+    const int64_t n = std::min(kBatch, n_blocks - b0);
+    const auto n_vals = static_cast<size_t>(n * kElems);
+    const float* xb = x + b0 * kElems;
+    kQuantize(std::span<const float>(xb, n_vals), std::span<Block>(tmp, static_cast<size_t>(n)),
+              w ? std::span<const float>(w + b0 * kElems, n_vals) : std::span<const float>());
+    std::memcpy(out + b0 * static_cast<int64_t>(sizeof(Block)), tmp, static_cast<size_t>(n) * sizeof(Block));
+  }
+}
+
+void encode_q8_0(const float* x, const float* /*w: Q8_0 has no weighted fit*/, int64_t n_blocks, uint8_t* out) {
+  constexpr int64_t kBatch = kTileElems / kQK8_0;
+  BlockQ8_0 tmp[kBatch];
+  for (int64_t b0 = 0; b0 < n_blocks; b0 += kBatch) {
+    const int64_t n = std::min(kBatch, n_blocks - b0);
+    quantize_q8_0(std::span<const float>(x + b0 * kQK8_0, static_cast<size_t>(n * kQK8_0)),
+                  std::span<BlockQ8_0>(tmp, static_cast<size_t>(n)));
+    std::memcpy(out + b0 * static_cast<int64_t>(sizeof(BlockQ8_0)), tmp, static_cast<size_t>(n) * sizeof(BlockQ8_0));
+  }
+}
+
+template <typename Block, int64_t kElems, auto kDequantize>
+void decode_blocks(const uint8_t* in, int64_t n_blocks, float* y) {
+  constexpr int64_t kBatch = kTileElems / kElems;
+  Block tmp[kBatch];
+  for (int64_t b0 = 0; b0 < n_blocks; b0 += kBatch) {
+    const int64_t n = std::min(kBatch, n_blocks - b0);
+    std::memcpy(tmp, in + b0 * static_cast<int64_t>(sizeof(Block)), static_cast<size_t>(n) * sizeof(Block));
+    kDequantize(std::span<const Block>(tmp, static_cast<size_t>(n)),
+                std::span<float>(y + b0 * kElems, static_cast<size_t>(n * kElems)));
+  }
+}
+
+void q4k_quantize(std::span<const float> x, std::span<BlockQ4K> b, std::span<const float> w) {
+  quantize_q4_k(x, b, w);
+}
+void q6k_quantize(std::span<const float> x, std::span<BlockQ6K> b, std::span<const float> w) {
+  quantize_q6_k(x, b, w);
+}
+void q4k_dequantize(std::span<const BlockQ4K> b, std::span<float> y) { dequantize_q4_k(b, y); }
+void q6k_dequantize(std::span<const BlockQ6K> b, std::span<float> y) { dequantize_q6_k(b, y); }
+void q8_dequantize(std::span<const BlockQ8_0> b, std::span<float> y) { dequantize_q8_0(b, y); }
+
+const Codec kQ8_0Codec{kQK8_0, sizeof(BlockQ8_0), &encode_q8_0, &decode_blocks<BlockQ8_0, kQK8_0, q8_dequantize>};
+const Codec kQ4KCodec{kQK_K, sizeof(BlockQ4K), &encode_weighted<BlockQ4K, kQK_K, q4k_quantize>,
+                      &decode_blocks<BlockQ4K, kQK_K, q4k_dequantize>};
+const Codec kQ6KCodec{kQK_K, sizeof(BlockQ6K), &encode_weighted<BlockQ6K, kQK_K, q6k_quantize>,
+                      &decode_blocks<BlockQ6K, kQK_K, q6k_dequantize>};
+
+}  // namespace
+
+const Codec& codec_for(DType dtype) {
+  switch (dtype) {
+    case DType::kQ4_K: return kQ4KCodec;
+    case DType::kQ6_K: return kQ6KCodec;
+    default: return kQ8_0Codec;
+  }
+}
+
+void decode_matrix(const Codec& codec, Layout layout, BlockGrid grid, int64_t n_rows, int64_t k_cols,
+                   const uint8_t* src, float* dst) {
+  const int64_t B = codec.block_elems;
+  const int64_t K = k_cols;
+  const int64_t tile = kTileElems / B;
+  const int64_t bpr = grid.blocks_per_row;
+  if (layout != Layout::kColumnWise) {
+    const int64_t total = grid.total_blocks();
+    const int64_t total_elems = n_rows * K;
+    tbb::parallel_for(
+        tbb::blocked_range<int64_t>(0, ceil_div(total, tile)),
+        [&](const tbb::blocked_range<int64_t>& tr) {
+          alignas(64) float y[kTileElems];
+          for (int64_t t = tr.begin(); t != tr.end(); ++t) {
+            const int64_t gb = t * tile;
+            const int64_t n = std::min(tile, total - gb);
+            codec.decode(src + gb * codec.block_bytes, n, y);
+            for (int64_t g = gb; g < gb + n; ++g) {
+              const float* yb = y + (g - gb) * B;
+              if (layout == Layout::kFlat) {
+                const int64_t n_real = std::min(B, total_elems - g * B);
+                std::copy(yb, yb + n_real, dst + g * B);
+              } else {
+                const int64_t r = g / bpr;
+                const int64_t col0 = (g % bpr) * B;
+                std::copy(yb, yb + std::min(B, K - col0), dst + r * K + col0);
+              }
+            }
+          }
+        },
+        tbb::static_partitioner());
+    return;
+  }
+  const int64_t k_tiles = ceil_div(K, tile);
+  tbb::parallel_for(
+      tbb::blocked_range<int64_t>(0, bpr * k_tiles),
+      [&](const tbb::blocked_range<int64_t>& tr) {
+        alignas(64) float y[kTileElems];
+        for (int64_t item = tr.begin(); item != tr.end(); ++item) {
+          const int64_t b = item / k_tiles;
+          const int64_t k0 = (item % k_tiles) * tile;
+          const int64_t nk = std::min(tile, K - k0);
+          for (int64_t kk = 0; kk < nk; ++kk) {
+            codec.decode(src + ((k0 + kk) * bpr + b) * codec.block_bytes, 1, y + kk * B);
+          }
+          const int64_t n_real = std::min(B, n_rows - b * B);
+          for (int64_t i = 0; i < n_real; ++i) {
+            float* row = dst + (b * B + i) * K + k0;
+            for (int64_t kk = 0; kk < nk; ++kk) row[kk] = y[kk * B + i];
+          }
+        }
+      },
+      tbb::static_partitioner());
+}
+
+}  // namespace rdrr::quant::detail

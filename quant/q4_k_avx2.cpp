@@ -1,0 +1,279 @@
+// AVX2 Q4_K kernels (this file alone is compiled with -mavx2 -mf16c, never -mfma). One __m256 holds one value
+// of each of the 8 sub-blocks, so every lane runs exactly the operations of q4_k_scalar.cpp in the same order
+// and the results are bit-identical.
+#include <immintrin.h>
+
+#include "quant/q4_k_kernels.h"
+
+namespace rdrr::quant::detail {
+namespace {
+
+inline __m256 splat(float v) { return _mm256_set1_ps(v); }
+inline __m256 load(const float* p) { return _mm256_load_ps(p); }
+inline void store(float* p, __m256 v) { _mm256_store_ps(p, v); }
+inline __m256 add(__m256 a, __m256 b) { return _mm256_add_ps(a, b); }
+inline __m256 sub(__m256 a, __m256 b) { return _mm256_sub_ps(a, b); }
+inline __m256 mul(__m256 a, __m256 b) { return _mm256_mul_ps(a, b); }
+inline __m256 div(__m256 a, __m256 b) { return _mm256_div_ps(a, b); }
+inline __m256 neg(__m256 a) { return _mm256_xor_ps(a, splat(-0.f)); }
+inline __m256 blend(__m256 a, __m256 b, __m256 mask) { return _mm256_blendv_ps(a, b, mask); }  // mask ? b : a
+inline __m256 lt(__m256 a, __m256 b) { return _mm256_cmp_ps(a, b, _CMP_LT_OQ); }
+inline __m256 gt(__m256 a, __m256 b) { return _mm256_cmp_ps(a, b, _CMP_GT_OQ); }
+
+// Nearest level in [0, hi]: ((v + 1.5*2^23) - 1.5*2^23), then max(., 0), min(., hi) (NaN -> 0).
+inline __m256 level(__m256 v, __m256 hi) {
+  const __m256 magic = splat(12582912.f);
+  const __m256 r = sub(add(v, magic), magic);
+  return _mm256_min_ps(_mm256_max_ps(r, _mm256_setzero_ps()), hi);
+}
+
+// Sum over the 32 rows of w * (s*l + mn - x)^2 (make_qkx2's error of a candidate).
+inline __m256 candidate_error(const BlockF x, const __m256* w, const __m256* l, __m256 s, __m256 mn) {
+  __m256 err = _mm256_setzero_ps();
+  for (int i = 0; i < kQ4KRows; ++i) {
+    __m256 diff = sub(add(mul(s, l[i]), mn), load(x[i]));
+    diff = mul(diff, diff);
+    err = add(err, mul(w[i], diff));
+  }
+  return err;
+}
+
+// make_qkx2 on N blocks at once: the blocks are independent, interleaving them only hides latency.
+template <int N>
+void ref_search_n(const Q4KWork* wk, Q4KRefFit* out) {
+  const __m256 zero = _mm256_setzero_ps(), fifteen = splat(15.f);
+  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+  __m256 w[N][kQ4KRows], lv[N][kQ4KRows], aux[N][kQ4KRows];
+  __m256 mn[N], mx[N], sum_w[N], sum_x[N], flat[N], flat_min[N], scale[N], best[N];
+  for (int b = 0; b < N; ++b) {
+    __m256 sum_x2 = zero;
+    for (int i = 0; i < kQ4KRows; ++i) {
+      const __m256 x = load(wk[b].x[i]);
+      sum_x2 = add(sum_x2, mul(x, x));
+    }
+    const __m256 av_x = _mm256_sqrt_ps(div(sum_x2, splat(32.f)));
+    for (int i = 0; i < kQ4KRows; ++i) w[b][i] = add(av_x, _mm256_and_ps(load(wk[b].x[i]), abs_mask));
+    mn[b] = load(wk[b].x[0]);
+    mx[b] = mn[b];
+    sum_w[b] = w[b][0];
+    sum_x[b] = mul(w[b][0], mn[b]);
+    for (int i = 1; i < kQ4KRows; ++i) {
+      const __m256 x = load(wk[b].x[i]);
+      mn[b] = _mm256_min_ps(x, mn[b]);
+      mx[b] = _mm256_max_ps(x, mx[b]);
+      sum_w[b] = add(sum_w[b], w[b][i]);
+      sum_x[b] = add(sum_x[b], mul(w[b][i], x));
+    }
+    mn[b] = _mm256_min_ps(zero, mn[b]);
+    flat[b] = _mm256_cmp_ps(mx[b], mn[b], _CMP_EQ_OQ);
+    flat_min[b] = mn[b];
+    const __m256 iscale = div(fifteen, sub(mx[b], mn[b]));
+    scale[b] = div(splat(1.f), iscale);
+    for (int i = 0; i < kQ4KRows; ++i) lv[b][i] = level(mul(iscale, sub(load(wk[b].x[i]), mn[b])), fifteen);
+    best[b] = candidate_error(wk[b].x, w[b], lv[b], scale[b], mn[b]);
+  }
+
+  for (int is = 0; is <= 20; ++is) {
+    const __m256 numerator = splat((-1.f + 0.1f * static_cast<float>(is)) + 15.f);
+    __m256 iscale[N], sum_l[N], sum_l2[N], sum_xl[N];
+    for (int b = 0; b < N; ++b) {
+      iscale[b] = div(numerator, sub(mx[b], mn[b]));
+      sum_l[b] = sum_l2[b] = sum_xl[b] = zero;
+    }
+    for (int i = 0; i < kQ4KRows; ++i) {
+      for (int b = 0; b < N; ++b) {
+        const __m256 x = load(wk[b].x[i]);
+        aux[b][i] = level(mul(iscale[b], sub(x, mn[b])), fifteen);
+        const __m256 wl = mul(w[b][i], aux[b][i]);
+        sum_l[b] = add(sum_l[b], wl);
+        sum_l2[b] = add(sum_l2[b], mul(wl, aux[b][i]));
+        sum_xl[b] = add(sum_xl[b], mul(wl, x));
+      }
+    }
+    __m256 valid[N], this_scale[N], this_min[N], cur[N];
+    for (int b = 0; b < N; ++b) {
+      const __m256 det = sub(mul(sum_w[b], sum_l2[b]), mul(sum_l[b], sum_l[b]));
+      valid[b] = gt(det, zero);
+      this_scale[b] = div(sub(mul(sum_w[b], sum_xl[b]), mul(sum_x[b], sum_l[b])), det);
+      this_min[b] = div(sub(mul(sum_l2[b], sum_x[b]), mul(sum_l[b], sum_xl[b])), det);
+      const __m256 positive = gt(this_min[b], zero);
+      this_min[b] = blend(this_min[b], zero, positive);
+      this_scale[b] = blend(this_scale[b], div(sum_xl[b], sum_l2[b]), positive);
+      cur[b] = zero;
+    }
+    for (int i = 0; i < kQ4KRows; ++i) {  // the candidates' errors (make_qkx2's second loop)
+      for (int b = 0; b < N; ++b) {
+        __m256 diff = sub(add(mul(this_scale[b], aux[b][i]), this_min[b]), load(wk[b].x[i]));
+        diff = mul(diff, diff);
+        cur[b] = add(cur[b], mul(w[b][i], diff));
+      }
+    }
+    for (int b = 0; b < N; ++b) {
+      const __m256 take = _mm256_and_ps(valid[b], lt(cur[b], best[b]));
+      if (_mm256_movemask_ps(take) == 0) continue;
+      for (int i = 0; i < kQ4KRows; ++i) lv[b][i] = blend(lv[b][i], aux[b][i], take);
+      best[b] = blend(best[b], cur[b], take);
+      scale[b] = blend(scale[b], this_scale[b], take);
+      mn[b] = blend(mn[b], this_min[b], take);
+    }
+  }
+  for (int b = 0; b < N; ++b) {
+    for (int i = 0; i < kQ4KRows; ++i) store(out[b].levels[i], blend(lv[b][i], zero, flat[b]));
+    store(out[b].scale, blend(scale[b], zero, flat[b]));
+    store(out[b].the_min, neg(blend(mn[b], flat_min[b], flat[b])));
+  }
+}
+
+void ref_search(const Q4KWork* wk, int n_blocks, Q4KRefFit* out) {
+  if (n_blocks == 2) {
+    ref_search_n<2>(wk, out);
+  } else {
+    ref_search_n<1>(wk, out);
+  }
+}
+
+// 8x8 transpose of rows r[0..7] (in place).
+inline void transpose8(__m256* r) {
+  const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+  const __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+  const __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
+  const __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
+  const __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xee);
+  const __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xee);
+  const __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xee);
+  const __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xee);
+  r[0] = _mm256_permute2f128_ps(u0, u4, 0x20);
+  r[1] = _mm256_permute2f128_ps(u1, u5, 0x20);
+  r[2] = _mm256_permute2f128_ps(u2, u6, 0x20);
+  r[3] = _mm256_permute2f128_ps(u3, u7, 0x20);
+  r[4] = _mm256_permute2f128_ps(u0, u4, 0x31);
+  r[5] = _mm256_permute2f128_ps(u1, u5, 0x31);
+  r[6] = _mm256_permute2f128_ps(u2, u6, 0x31);
+  r[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
+}
+
+void transpose_block(const float* src, BlockF dst) {
+  for (int i0 = 0; i0 < kQ4KRows; i0 += 8) {
+    __m256 r[8];
+    for (int j = 0; j < kQ4KLanes; ++j) r[j] = _mm256_loadu_ps(src + 32 * j + i0);
+    transpose8(r);
+    for (int i = 0; i < 8; ++i) store(dst[i0 + i], r[i]);
+  }
+}
+
+void load_block(const float* src, const float* weights, Q4KWork& wk) {
+  transpose_block(src, wk.x);
+  wk.weighted = weights != nullptr;
+  if (weights != nullptr) transpose_block(weights, wk.w);
+}
+
+void pack(const BlockF q, uint8_t* qs) {
+  // Row i of q holds the levels of value i of the 8 sub-blocks; sub-block pair (2c, 2c+1) goes to qs[32c + i].
+  alignas(32) int32_t v[kQ4KRows][kQ4KLanes];
+  for (int i = 0; i < kQ4KRows; ++i) {
+    const __m256i l = _mm256_cvttps_epi32(load(q[i]));
+    _mm256_store_si256(reinterpret_cast<__m256i*>(v[i]), _mm256_or_si256(l, _mm256_srli_epi64(l, 28)));
+  }
+  for (int c = 0; c < 4; ++c) {
+    for (int i = 0; i < kQ4KRows; ++i) qs[32 * c + i] = static_cast<uint8_t>(v[i][2 * c]);
+  }
+}
+
+template <bool kWeighted, bool kDivide, bool kStore>
+inline __m256 lane_errors(const Q4KWork& wk, __m256 D, __m256 M, float (*q)[kQ4KLanes]) {
+  const __m256 fifteen = splat(15.f);
+  const __m256 inv = div(splat(1.f), D);
+  __m256 err = _mm256_setzero_ps();
+  for (int i = 0; i < kQ4KRows; ++i) {
+    const __m256 x = load(wk.x[i]);
+    const __m256 t = kDivide ? div(add(x, M), D) : mul(add(x, M), inv);
+    const __m256 l = level(t, fifteen);
+    if constexpr (kStore) store(q[i], l);
+    const __m256 diff = sub(sub(mul(D, l), M), x);
+    __m256 e = mul(diff, diff);
+    if constexpr (kWeighted) e = mul(load(wk.w[i]), e);
+    err = add(err, e);
+  }
+  return err;
+}
+
+void requant(const Q4KWork& wk, const LaneF D, const LaneF M, bool divide, BlockF q, LaneF err) {
+  const __m256 d = _mm256_loadu_ps(D), m = _mm256_loadu_ps(M);
+  __m256 e;
+  if (wk.weighted) {
+    e = divide ? lane_errors<true, true, true>(wk, d, m, q) : lane_errors<true, false, true>(wk, d, m, q);
+  } else {
+    e = divide ? lane_errors<false, true, true>(wk, d, m, q) : lane_errors<false, false, true>(wk, d, m, q);
+  }
+  _mm256_storeu_ps(err, e);
+}
+
+template <bool kWeighted>
+void search_codes_impl(const Q4KWork& wk, float d, float dmin, const LaneI sc0, const LaneI m0, const Q4KOffsets& offs,
+                       LaneI sc, LaneI m, LaneF err) {
+  const __m256i s0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(sc0));
+  const __m256i n0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(m0));
+  __m256i best_s = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(sc));
+  __m256i best_m = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(m));
+  __m256 best = _mm256_loadu_ps(err);
+  const __m256i lo = _mm256_setzero_si256(), hi = _mm256_set1_epi32(63);
+  const __m256 vd = splat(d), vdmin = splat(dmin);
+  for (int k = 0; k < offs.count; ++k) {
+    const __m256i s = _mm256_min_epi32(_mm256_max_epi32(_mm256_add_epi32(s0, _mm256_set1_epi32(offs.dsc[k])), lo), hi);
+    const __m256i n = _mm256_min_epi32(_mm256_max_epi32(_mm256_add_epi32(n0, _mm256_set1_epi32(offs.dm[k])), lo), hi);
+    const __m256 e = lane_errors<kWeighted, false, false>(wk, mul(vd, _mm256_cvtepi32_ps(s)),
+                                                          mul(vdmin, _mm256_cvtepi32_ps(n)), nullptr);
+    const __m256 better = lt(e, best);
+    best = blend(best, e, better);
+    best_s = _mm256_castps_si256(blend(_mm256_castsi256_ps(best_s), _mm256_castsi256_ps(s), better));
+    best_m = _mm256_castps_si256(blend(_mm256_castsi256_ps(best_m), _mm256_castsi256_ps(n), better));
+  }
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(sc), best_s);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(m), best_m);
+  _mm256_storeu_ps(err, best);
+}
+
+void search_codes(const Q4KWork& wk, float d, float dmin, const LaneI sc0, const LaneI m0, const Q4KOffsets& offs,
+                  LaneI sc, LaneI m, LaneF err) {
+  if (wk.weighted) {
+    search_codes_impl<true>(wk, d, dmin, sc0, m0, offs, sc, m, err);
+  } else {
+    search_codes_impl<false>(wk, d, dmin, sc0, m0, offs, sc, m, err);
+  }
+}
+
+void refit(const Q4KWork& wk, const BlockF q, LaneF D, LaneF M) {
+  const __m256 zero = _mm256_setzero_ps(), one = splat(1.f);
+  __m256 s_w = zero, s_q = zero, s_qq = zero, s_x = zero, s_qx = zero;
+  for (int i = 0; i < kQ4KRows; ++i) {
+    const __m256 w = wk.weighted ? load(wk.w[i]) : one;
+    const __m256 l = load(q[i]), x = load(wk.x[i]);
+    const __m256 wq = mul(w, l);
+    s_w = add(s_w, w);
+    s_q = add(s_q, wq);
+    s_qq = add(s_qq, mul(wq, l));
+    s_x = add(s_x, mul(w, x));
+    s_qx = add(s_qx, mul(wq, x));
+  }
+  const __m256 det = sub(mul(s_qq, s_w), mul(s_q, s_q));
+  __m256 dd = div(sub(mul(s_w, s_qx), mul(s_x, s_q)), det);
+  __m256 mm = div(sub(mul(s_q, s_qx), mul(s_qq, s_x)), det);
+  const __m256 degenerate = _mm256_cmp_ps(det, zero, _CMP_NGT_UQ);  // !(det > 0)
+  mm = blend(mm, _mm256_max_ps(neg(div(s_x, s_w)), zero), degenerate);
+  dd = blend(dd, zero, degenerate);
+  const __m256 negative = lt(mm, zero);
+  mm = blend(mm, zero, negative);
+  dd = blend(dd, div(s_qx, s_qq), negative);
+  _mm256_storeu_ps(D, dd);
+  _mm256_storeu_ps(M, mm);
+}
+
+}  // namespace
+
+const Q4KKernels& q4k_kernels_avx2() {
+  static const Q4KKernels k{&load_block, &ref_search, &requant, &search_codes, &refit, &pack};
+  return k;
+}
+
+}  // namespace rdrr::quant::detail
+

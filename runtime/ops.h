@@ -1,0 +1,145 @@
+// Op-level recording: validates shapes and ranges, picks the registry kernel, splits large weight bindings
+// (binding_split.h), computes push constants and the grid, and records the dispatches into a Recorder.
+// Every error names the op, its label and the offending field with expected vs actual values.
+// Families: this header (gemv, norms, elementwise, rope, dequant, embedding), ops_attention.h (KV cache
+// append, attention), ops_sample.h (argmax, sampling); it includes the other two.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "quant/dtype.h"
+#include "quant/status.h"
+#include "runtime/memory.h"
+#include "runtime/recorder.h"
+
+namespace rdrr::runtime {
+
+// Bytes of a packed 2-D weight [n_rows = outputs, k = inputs] of `dtype` stored in `layout`.
+uint64_t packed_weight_bytes(quant::DType dtype, quant::Layout layout, uint64_t n_rows, uint64_t k);
+
+struct GemvTuning {
+  uint32_t local_size_x = 0;  // 0 = registry default
+  uint32_t num_rows = 0;      // row path: rows per workgroup (NUM_ROWS)
+  uint32_t k_split = 0;       // column path: input slices per workgroup (local_size_y)
+};
+
+// y[n] = sum_k W[n, k] x[k]; W packed (F32, F16 plain row-major; Q8_0, Q6_K, Q4_K flat / row_wise;
+// Q4_K column_wise), x f32[k], y f32[n_rows].
+struct GemvArgs {
+  BufferRange w;
+  quant::DType dtype = quant::DType::kF32;
+  quant::Layout layout = quant::Layout::kRowWise;
+  uint32_t n_rows = 0;
+  uint32_t k = 0;
+  BufferRange x;
+  BufferRange y;
+  GemvTuning tuning;
+};
+Status record_gemv(Recorder& rec, const GemvArgs& args, std::string_view label = "gemv");
+
+// y = x / sqrt(mean(x^2) + eps) * (w + weight_offset) per row of d; weight_offset 0 (plain) or 1 (Gemma).
+struct RmsNormArgs {
+  BufferRange x;  // f32[n_rows * d]
+  BufferRange w;  // f32[d]
+  BufferRange y;  // f32[n_rows * d]; may equal x
+  uint32_t d = 0;
+  uint32_t n_rows = 0;
+  float eps = 1e-6f;
+  float weight_offset = 0.0f;
+};
+Status record_rms_norm(Recorder& rec, const RmsNormArgs& args, std::string_view label = "rms_norm");
+
+// out = a + b, n f32 elements; out may equal a or b.
+Status record_add(Recorder& rec, const BufferRange& a, const BufferRange& b, const BufferRange& out, uint32_t n,
+                  std::string_view label = "add");
+
+// Per-head RMSNorm over head_dim (Qwen3 / Gemma 3 q_norm and k_norm): x [n_tokens, n_heads, head_dim], one
+// weight f32[head_dim] shared by all heads; weight_offset 0 (plain) or 1 ((1 + w), HF Gemma). The rms_norm
+// kernel with rows = n_tokens * n_heads.
+struct HeadNormArgs {
+  BufferRange x;  // f32[n_tokens * n_heads * head_dim]
+  BufferRange w;  // f32[head_dim]
+  BufferRange y;  // same shape as x; may equal x
+  uint32_t n_tokens = 0;
+  uint32_t n_heads = 0;
+  uint32_t head_dim = 0;
+  float eps = 1e-6f;
+  float weight_offset = 0.0f;
+};
+Status record_head_norm(Recorder& rec, const HeadNormArgs& args, std::string_view label = "head_norm");
+
+// Residual add fused with the next RMSNorm, per row of d: x += res (in place), y = norm(x) * (w + offset).
+// y must not overlap x or res.
+struct AddRmsNormArgs {
+  BufferRange x;    // f32[n_rows * d], the residual stream (read and written)
+  BufferRange res;  // f32[n_rows * d], the branch output added to it
+  BufferRange w;    // f32[d]
+  BufferRange y;    // f32[n_rows * d]
+  uint32_t d = 0;
+  uint32_t n_rows = 0;
+  float eps = 1e-6f;
+  float weight_offset = 0.0f;
+};
+Status record_add_rms_norm(Recorder& rec, const AddRmsNormArgs& args, std::string_view label = "add_rms_norm");
+
+// y = cap * tanh(x / cap), n f32 elements, cap > 0 (Gemma 2 / 3 final logit soft-capping); y may equal x.
+Status record_softcap(Recorder& rec, const BufferRange& x, const BufferRange& y, uint32_t n, float cap,
+                      std::string_view label = "softcap");
+
+enum class Activation : uint32_t { kSilu = 0, kGeluTanh = 1 };
+// out = act(gate) * up, n f32 elements; out may equal gate or up.
+Status record_glu(Recorder& rec, Activation act, const BufferRange& gate, const BufferRange& up, const BufferRange& out,
+                  uint32_t n, std::string_view label = "glu");
+// Split form for a fused gate_up projection: gate_up f32 [n_tokens, 2 * n_ff] (gate first, then up, per
+// token), out f32 [n_tokens, n_ff] = act(gate) * up; out must not overlap gate_up.
+Status record_glu_split(Recorder& rec, Activation act, const BufferRange& gate_up, const BufferRange& out, uint32_t n_ff,
+                        uint32_t n_tokens, std::string_view label = "glu_split");
+
+enum class RopeMode : uint32_t { kInterleaved = 0, kNeox = 1 };
+struct RopeArgs {
+  BufferRange x;    // f32[n_tokens * n_heads * head_dim]
+  BufferRange pos;  // int32[n_tokens]
+  BufferRange y;    // same shape as x; may equal x
+  uint32_t n_tokens = 0;
+  uint32_t n_heads = 0;
+  uint32_t head_dim = 0;
+  uint32_t n_rot = 0;  // rotated dims (even, <= head_dim); 0 = head_dim
+  float theta_base = 10000.0f;
+  float freq_scale = 1.0f;  // linear scaling (1 / factor) for the computed frequencies
+  RopeMode mode = RopeMode::kNeox;
+  // Optional f32[n_rot / 2] inverse frequencies from rope_frequencies() (runtime/rope_freqs.h: llama3, YaRN,
+  // LongRoPE, linear); when set, theta = pos * inv_freq[i] and theta_base / freq_scale are not used.
+  BufferRange inv_freq;
+  float mscale = 1.0f;  // multiplies cos and sin (YaRN / LongRoPE attention factor)
+};
+Status record_rope(Recorder& rec, const RopeArgs& args, std::string_view label = "rope");
+
+// dst f32[n_blocks * block_elems] = exact decode of n_blocks blocks of dtype (Q4_K, Q6_K, Q8_0, F16 with
+// one element per "block") starting at src.
+Status record_dequant(Recorder& rec, quant::DType dtype, const BufferRange& src, const BufferRange& dst,
+                      uint32_t n_blocks, std::string_view label = "dequant");
+
+// Embedding gather: out[t, :] = row ids[t] of the packed table [vocab, dim], times scale (Gemma: sqrt(dim)).
+// Tables: F32, F16 (row-major); Q8_0, Q6_K, Q4_K flat or row_wise; Q4_K column_wise. Ids >= vocab give
+// zero rows. Tables beyond one binding are split over several dispatches.
+struct EmbedArgs {
+  BufferRange table;
+  quant::DType dtype = quant::DType::kF32;
+  quant::Layout layout = quant::Layout::kRowWise;
+  uint32_t vocab = 0;
+  uint32_t dim = 0;
+  BufferRange ids;  // uint32[n_tokens]
+  BufferRange out;  // f32[n_tokens * dim]
+  uint32_t n_tokens = 0;
+  float scale = 1.0f;
+};
+Status record_embed(Recorder& rec, const EmbedArgs& args, std::string_view label = "embed");
+
+// Folds a 1-D count of workgroups into (x, y) within the device's maxComputeWorkGroupCount.
+Result<std::array<uint32_t, 3>> fold_groups(Recorder& rec, uint64_t groups, std::string_view what);
+
+}  // namespace rdrr::runtime
+
+#include "runtime/ops_attention.h"  // IWYU pragma: export
+#include "runtime/ops_sample.h"     // IWYU pragma: export

@@ -1,0 +1,154 @@
+// record_kv_append, record_attention (kernels/kv_append.comp, attention.comp, attn_merge.comp).
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "runtime/ops.h"
+#include "runtime/ops_util.h"
+
+namespace rdrr::runtime {
+namespace {
+
+using namespace ops_detail;
+
+constexpr uint32_t kMaxHeadDim = 512;        // attention.comp MAX_HEAD_DIM
+constexpr uint32_t kTargetWorkgroups = 256;  // automatic split-K aims for about this many workgroups
+constexpr uint32_t kMaxSplits = 64;
+
+Status check_kv(const KvLayer& kv, const std::string& ctx) {
+  if (kv.dtype != quant::DType::kF16 && kv.dtype != quant::DType::kF32) {
+    return error(StatusCode::kUnsupported,
+                 ctx + ": kv dtype " + std::string(quant::dtype_name(kv.dtype)) + " is not F16 or F32");
+  }
+  RDRR_RETURN_IF_ERROR(need_nonzero(kv.n_kv_heads, "kv n_kv_heads", ctx));
+  RDRR_RETURN_IF_ERROR(need_nonzero(kv.head_dim, "kv head_dim", ctx));
+  RDRR_RETURN_IF_ERROR(need_nonzero(kv.capacity, "kv capacity", ctx));
+  if (kv.head_dim % 2 != 0 || kv.head_dim > kMaxHeadDim) {
+    return error(StatusCode::kInvalidArgument, ctx + ": head_dim " + std::to_string(kv.head_dim) +
+                                                   " must be even and <= " + std::to_string(kMaxHeadDim));
+  }
+  const uint64_t bytes = kv_layer_bytes(kv.dtype, kv.n_kv_heads, kv.head_dim, kv.capacity);
+  RDRR_RETURN_IF_ERROR(need_bytes(kv.k, bytes, "k cache", ctx));
+  return need_bytes(kv.v, bytes, "v cache", ctx);
+}
+
+std::string kv_name(const KvLayer& kv) { return kv.dtype == quant::DType::kF32 ? "f32" : "f16"; }
+
+// Split count for an attention call: explicit, or automatic when scratch allows (decode-like calls whose
+// n_q * n_heads workgroups leave the device idle and whose context spans several tiles).
+Result<uint32_t> choose_splits(const AttentionArgs& a, uint32_t tile, uint32_t max_len, const std::string& ctx) {
+  const uint64_t per_split = attention_scratch_bytes(a.n_q, a.n_heads, a.kv.head_dim, 2) / 2;
+  const uint64_t fit = a.scratch.buffer == VK_NULL_HANDLE ? 1 : std::max<uint64_t>(1, a.scratch.size / per_split);
+  const uint32_t max_useful = static_cast<uint32_t>(ceil_div(max_len, tile));
+  if (a.tuning.n_splits != 0) {
+    if (a.tuning.n_splits > 1 && a.tuning.n_splits > fit) {
+      return error(StatusCode::kValidation, ctx + ": scratch range of " + std::to_string(a.scratch.size) +
+                                                " bytes < required " +
+                                                std::to_string(per_split * a.tuning.n_splits) + " for " +
+                                                std::to_string(a.tuning.n_splits) + " splits");
+    }
+    return std::min(a.tuning.n_splits, std::max<uint32_t>(1, max_useful));
+  }
+  const uint64_t rows = uint64_t{a.n_q} * a.n_heads;
+  uint64_t want = rows >= kTargetWorkgroups ? 1 : ceil_div(kTargetWorkgroups, rows);
+  want = std::min<uint64_t>({want, max_useful, kMaxSplits, fit});
+  return static_cast<uint32_t>(std::max<uint64_t>(1, want));
+}
+
+}  // namespace
+
+uint64_t attention_scratch_bytes(uint32_t n_q, uint32_t n_heads, uint32_t head_dim, uint32_t n_splits) {
+  if (n_splits <= 1) return 0;
+  return uint64_t{n_q} * n_heads * n_splits * (uint64_t{head_dim} + 2) * 4;
+}
+
+Status record_kv_append(Recorder& rec, const KvAppendArgs& a, std::string_view label) {
+  const std::string ctx = "kv_append " + std::string(label) + " [tokens=" + std::to_string(a.n_tokens) +
+                          " p0=" + std::to_string(a.p0) + " capacity=" + std::to_string(a.kv.capacity) + "]";
+  RDRR_RETURN_IF_ERROR(need_nonzero(a.n_tokens, "n_tokens", ctx));
+  RDRR_RETURN_IF_ERROR(check_kv(a.kv, ctx));
+  if (uint64_t{a.p0} + a.n_tokens > a.kv.capacity) {
+    return error(StatusCode::kInvalidArgument, ctx + ": positions up to " + std::to_string(uint64_t{a.p0} + a.n_tokens) +
+                                                   " exceed the cache capacity " + std::to_string(a.kv.capacity));
+  }
+  const uint64_t src_bytes = uint64_t{a.n_tokens} * a.kv.n_kv_heads * a.kv.head_dim * 4;
+  RDRR_RETURN_IF_ERROR(need_bytes(a.k_src, src_bytes, "k_src", ctx));
+  RDRR_RETURN_IF_ERROR(need_bytes(a.v_src, src_bytes, "v_src", ctx));
+  RDRR_ASSIGN_OR_RETURN(const Pipeline* p, get_pipeline(rec, "kv_append_" + kv_name(a.kv), {}, ctx));
+  const uint64_t groups = ceil_div(src_bytes / 8, p->local_size()[0]);
+  RDRR_ASSIGN_OR_RETURN(auto grid, fold_groups(rec, groups, ctx));
+  const struct {
+    uint32_t n_tokens, n_kv_heads, head_dim, capacity, p0, n_groups;
+  } push{a.n_tokens, a.kv.n_kv_heads, a.kv.head_dim, a.kv.capacity, a.p0, static_cast<uint32_t>(groups)};
+  const BufferRange bindings[] = {a.k_src, a.v_src, a.kv.k, a.kv.v};
+  return rec.dispatch(*p, bindings, push, grid, label);
+}
+
+Status record_attention(Recorder& rec, const AttentionArgs& a, std::string_view label) {
+  const std::string ctx = "attention " + std::string(label) + " [q=" + std::to_string(a.n_q) +
+                          " heads=" + std::to_string(a.n_heads) + "/" + std::to_string(a.kv.n_kv_heads) +
+                          " head_dim=" + std::to_string(a.kv.head_dim) + " p0=" + std::to_string(a.p0) + "]";
+  RDRR_RETURN_IF_ERROR(need_nonzero(a.n_q, "n_q", ctx));
+  RDRR_RETURN_IF_ERROR(need_nonzero(a.n_heads, "n_heads", ctx));
+  RDRR_RETURN_IF_ERROR(check_kv(a.kv, ctx));
+  if (a.n_heads % a.kv.n_kv_heads != 0) {
+    return error(StatusCode::kInvalidArgument, ctx + ": n_heads " + std::to_string(a.n_heads) +
+                                                   " is not a multiple of n_kv_heads " +
+                                                   std::to_string(a.kv.n_kv_heads));
+  }
+  if (uint64_t{a.p0} + a.n_q > a.kv.capacity) {
+    return error(StatusCode::kInvalidArgument, ctx + ": positions up to " + std::to_string(uint64_t{a.p0} + a.n_q) +
+                                                   " exceed the cache capacity " + std::to_string(a.kv.capacity));
+  }
+  if (!(a.scale > 0.0f) || !std::isfinite(a.scale)) {
+    return error(StatusCode::kInvalidArgument, ctx + ": scale " + std::to_string(a.scale) + " must be finite and > 0");
+  }
+  if (!(a.softcap >= 0.0f) || !std::isfinite(a.softcap)) {
+    return error(StatusCode::kInvalidArgument, ctx + ": softcap " + std::to_string(a.softcap) + " must be >= 0");
+  }
+  const uint64_t qo_bytes = uint64_t{a.n_q} * a.n_heads * a.kv.head_dim * 4;
+  RDRR_RETURN_IF_ERROR(need_bytes(a.q, qo_bytes, "q", ctx));
+  RDRR_RETURN_IF_ERROR(need_bytes(a.out, qo_bytes, "out", ctx));
+  if (overlaps(a.q, a.out)) return error(StatusCode::kInvalidArgument, ctx + ": out overlaps q");
+
+  std::vector<SpecValue> spec;
+  if (a.tuning.local_size_x != 0) spec.push_back({0, a.tuning.local_size_x});
+  RDRR_ASSIGN_OR_RETURN(const Pipeline* probe, get_pipeline(rec, "attention_" + kv_name(a.kv), spec, ctx));
+  const uint32_t tile = probe->local_size()[0];
+  const uint32_t last_pos = a.p0 + a.n_q - 1;
+  const uint32_t max_len = a.window != 0 ? std::min(a.window, last_pos + 1) : last_pos + 1;
+  RDRR_ASSIGN_OR_RETURN(const uint32_t n_splits, choose_splits(a, tile, max_len, ctx));
+  const uint32_t chunk_len =
+      n_splits == 1 ? a.kv.capacity : static_cast<uint32_t>(ceil_div(ceil_div(max_len, n_splits), tile) * tile);
+  const Pipeline* p = probe;
+  if (n_splits > 1) {
+    RDRR_ASSIGN_OR_RETURN(p, get_pipeline(rec, "attention_split_" + kv_name(a.kv), spec, ctx));
+  }
+  const uint64_t rows = uint64_t{a.n_q} * a.n_heads;
+  const uint64_t groups = rows * n_splits;
+  RDRR_ASSIGN_OR_RETURN(auto grid, fold_groups(rec, groups, ctx));
+  const struct {
+    uint32_t n_q, n_heads, n_kv_heads, head_dim, capacity, p0, window, n_splits, chunk_len;
+    float scale, softcap;
+    uint32_t n_groups;
+  } push{a.n_q,     a.n_heads, a.kv.n_kv_heads, a.kv.head_dim, a.kv.capacity,
+         a.p0,      a.window,  n_splits,        chunk_len,     a.scale,
+         a.softcap, static_cast<uint32_t>(groups)};
+  if (n_splits == 1) {
+    const BufferRange bindings[] = {a.q, a.kv.k, a.kv.v, a.out};
+    return rec.dispatch(*p, bindings, push, grid, label);
+  }
+  const BufferRange partials = a.scratch.sub(0, attention_scratch_bytes(a.n_q, a.n_heads, a.kv.head_dim, n_splits));
+  const BufferRange bindings[] = {a.q, a.kv.k, a.kv.v, partials};
+  RDRR_RETURN_IF_ERROR(rec.dispatch(*p, bindings, push, grid, label));
+  RDRR_ASSIGN_OR_RETURN(const Pipeline* merge, get_pipeline(rec, "attn_merge", {}, ctx));
+  RDRR_ASSIGN_OR_RETURN(auto merge_grid, fold_groups(rec, rows, ctx));
+  const struct {
+    uint32_t n_rows, head_dim, n_splits, n_groups;
+  } merge_push{static_cast<uint32_t>(rows), a.kv.head_dim, n_splits, static_cast<uint32_t>(rows)};
+  const BufferRange merge_bindings[] = {partials, a.out};
+  return rec.dispatch(*merge, merge_bindings, merge_push, merge_grid, label);
+}
+
+}  // namespace rdrr::runtime

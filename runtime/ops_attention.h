@@ -1,0 +1,69 @@
+// KV cache append and attention (decode and prefill), recorded into a Recorder. See kernels/kv_append.comp,
+// kernels/attention.comp and kernels/attn_merge.comp for the exact math and layouts.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "quant/dtype.h"
+#include "quant/status.h"
+#include "runtime/memory.h"
+#include "runtime/recorder.h"
+
+namespace rdrr::runtime {
+
+// One layer of a KV cache (runtime/kv_cache.h makes them): K and V each [n_kv_heads][capacity][head_dim] of
+// dtype F16 (halves, round to nearest) or F32; cache position p holds the token at absolute position p.
+struct KvLayer {
+  BufferRange k;
+  BufferRange v;
+  quant::DType dtype = quant::DType::kF16;
+  uint32_t n_kv_heads = 0;
+  uint32_t head_dim = 0;  // even
+  uint32_t capacity = 0;  // positions
+};
+
+// Bytes of one of K / V of one layer.
+uint64_t kv_layer_bytes(quant::DType dtype, uint32_t n_kv_heads, uint32_t head_dim, uint32_t capacity);
+
+// Writes k_src / v_src f32 [n_tokens, n_kv_heads, head_dim] into positions p0 .. p0 + n_tokens - 1.
+struct KvAppendArgs {
+  KvLayer kv;
+  BufferRange k_src;
+  BufferRange v_src;
+  uint32_t n_tokens = 0;
+  uint32_t p0 = 0;
+};
+Status record_kv_append(Recorder& rec, const KvAppendArgs& args, std::string_view label = "kv_append");
+
+struct AttentionTuning {
+  uint32_t n_splits = 0;      // split-K chunks over positions; 0 = automatic (capped by the scratch size)
+  uint32_t local_size_x = 0;  // positions per tile = workgroup size; 0 = registry default
+};
+
+// out = softmax(scale * q K^T [soft-capped]) V for n_q queries at positions p0 .. p0 + n_q - 1, causal, GQA
+// (head h reads kv head h / (n_heads / n_kv_heads)), optional sliding window (window positions including
+// the query's own; 0 = off) and logit soft-capping (softcap > 0: s = softcap * tanh(s / softcap)). The cache
+// must already hold positions 0 .. p0 + n_q - 1 (append first). scale is head_dim^-0.5 or
+// query_pre_attn_scalar^-0.5 (Gemma), chosen by the caller.
+// Split-K (decode with long contexts): n_splits > 1 writes partials to scratch (attention_scratch_bytes)
+// and a merge pass combines them; automatic splitting needs a scratch range and never exceeds it.
+struct AttentionArgs {
+  BufferRange q;    // f32 [n_q, n_heads, head_dim]
+  KvLayer kv;
+  BufferRange out;  // f32 [n_q, n_heads, head_dim]; must not overlap q
+  BufferRange scratch;  // optional, f32 partials for split-K
+  uint32_t n_q = 0;
+  uint32_t n_heads = 0;
+  uint32_t p0 = 0;
+  float scale = 0.0f;
+  uint32_t window = 0;
+  float softcap = 0.0f;
+  AttentionTuning tuning;
+};
+Status record_attention(Recorder& rec, const AttentionArgs& args, std::string_view label = "attention");
+
+// Scratch bytes record_attention needs for n_splits chunks (0 when n_splits <= 1).
+uint64_t attention_scratch_bytes(uint32_t n_q, uint32_t n_heads, uint32_t head_dim, uint32_t n_splits);
+
+}  // namespace rdrr::runtime

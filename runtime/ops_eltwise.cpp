@@ -1,0 +1,222 @@
+// record_rms_norm, record_head_norm, record_add_rms_norm, record_add, record_softcap, record_glu,
+// record_glu_split, record_rope, record_dequant (kernels/*.comp headers say the rest).
+#include <cmath>
+#include <string>
+
+#include "kernels/registry.h"
+#include "runtime/device.h"
+#include "runtime/ops.h"
+#include "runtime/ops_util.h"
+#include "runtime/pipeline.h"
+
+namespace rdrr::runtime {
+namespace {
+
+using namespace ops_detail;
+
+struct CountPush {
+  uint32_t n, n_groups;
+};
+
+// One thread per element: add and glu.
+Status record_elementwise(Recorder& rec, std::string_view kernel, std::span<const SpecValue> spec,
+                          std::span<const BufferRange> bindings, uint32_t n, const std::string& ctx,
+                          std::string_view label) {
+  if (n == 0) return error(StatusCode::kInvalidArgument, ctx + ": n is 0");
+  static constexpr std::string_view kNames[] = {"first input", "second input", "out"};
+  for (size_t i = 0; i < bindings.size(); ++i) RDRR_RETURN_IF_ERROR(need_bytes(bindings[i], uint64_t{n} * 4, kNames[i], ctx));
+  RDRR_ASSIGN_OR_RETURN(const Pipeline* p, get_pipeline(rec, kernel, spec, ctx));
+  const uint64_t groups = ceil_div(n, p->local_size()[0]);
+  RDRR_ASSIGN_OR_RETURN(auto grid, fold_groups(rec, groups, ctx));
+  const CountPush push{n, static_cast<uint32_t>(groups)};
+  return rec.dispatch(*p, bindings, push, grid, label);
+}
+
+// rms_norm kernel over n_rows rows of d, after the caller's op-specific checks.
+Status dispatch_rms_norm(Recorder& rec, const RmsNormArgs& a, const std::string& ctx, std::string_view label) {
+  if (a.d == 0 || a.n_rows == 0) return error(StatusCode::kInvalidArgument, ctx + ": empty shape");
+  if (!(a.eps >= 0.0f)) return error(StatusCode::kInvalidArgument, ctx + ": eps " + std::to_string(a.eps) + " < 0");
+  const uint64_t elems = uint64_t{a.d} * a.n_rows;
+  RDRR_RETURN_IF_ERROR(need_bytes(a.x, elems * 4, "x", ctx));
+  RDRR_RETURN_IF_ERROR(need_bytes(a.w, uint64_t{a.d} * 4, "w", ctx));
+  RDRR_RETURN_IF_ERROR(need_bytes(a.y, elems * 4, "y", ctx));
+  RDRR_ASSIGN_OR_RETURN(const Pipeline* p, get_pipeline(rec, "rms_norm", {}, ctx));
+  RDRR_ASSIGN_OR_RETURN(auto grid, fold_groups(rec, a.n_rows, ctx));
+  struct {
+    uint32_t d, n_rows;
+    float eps, weight_offset;
+    uint32_t n_groups;
+  } push{a.d, a.n_rows, a.eps, a.weight_offset, a.n_rows};
+  const BufferRange bindings[] = {a.x, a.w, a.y};
+  return rec.dispatch(*p, bindings, push, grid, label);
+}
+
+}  // namespace
+
+Status record_rms_norm(Recorder& rec, const RmsNormArgs& a, std::string_view label) {
+  const std::string ctx = "rms_norm " + std::string(label) + " [rows=" + std::to_string(a.n_rows) +
+                          " d=" + std::to_string(a.d) + "]";
+  return dispatch_rms_norm(rec, a, ctx, label);
+}
+
+Status record_head_norm(Recorder& rec, const HeadNormArgs& a, std::string_view label) {
+  const std::string ctx = "head_norm " + std::string(label) + " [tokens=" + std::to_string(a.n_tokens) +
+                          " heads=" + std::to_string(a.n_heads) + " head_dim=" + std::to_string(a.head_dim) + "]";
+  const uint64_t rows = uint64_t{a.n_tokens} * a.n_heads;
+  if (rows >= (uint64_t{1} << 32)) return error(StatusCode::kUnsupported, ctx + ": too many rows");
+  RmsNormArgs r;
+  r.x = a.x;
+  r.w = a.w;
+  r.y = a.y;
+  r.d = a.head_dim;
+  r.n_rows = static_cast<uint32_t>(rows);
+  r.eps = a.eps;
+  r.weight_offset = a.weight_offset;
+  return dispatch_rms_norm(rec, r, ctx, label);
+}
+
+Status record_add_rms_norm(Recorder& rec, const AddRmsNormArgs& a, std::string_view label) {
+  const std::string ctx = "add_rms_norm " + std::string(label) + " [rows=" + std::to_string(a.n_rows) +
+                          " d=" + std::to_string(a.d) + "]";
+  if (a.d == 0 || a.n_rows == 0) return error(StatusCode::kInvalidArgument, ctx + ": empty shape");
+  if (!(a.eps >= 0.0f)) return error(StatusCode::kInvalidArgument, ctx + ": eps " + std::to_string(a.eps) + " < 0");
+  const uint64_t elems = uint64_t{a.d} * a.n_rows;
+  RDRR_RETURN_IF_ERROR(need_bytes(a.x, elems * 4, "x", ctx));
+  RDRR_RETURN_IF_ERROR(need_bytes(a.res, elems * 4, "res", ctx));
+  RDRR_RETURN_IF_ERROR(need_bytes(a.w, uint64_t{a.d} * 4, "w", ctx));
+  RDRR_RETURN_IF_ERROR(need_bytes(a.y, elems * 4, "y", ctx));
+  if (overlaps(a.y, a.x) || overlaps(a.y, a.res)) {
+    return error(StatusCode::kInvalidArgument, ctx + ": y overlaps x or res (x is updated in place; y is separate)");
+  }
+  RDRR_ASSIGN_OR_RETURN(const Pipeline* p, get_pipeline(rec, "add_rms_norm", {}, ctx));
+  RDRR_ASSIGN_OR_RETURN(auto grid, fold_groups(rec, a.n_rows, ctx));
+  struct {
+    uint32_t d, n_rows;
+    float eps, weight_offset;
+    uint32_t n_groups;
+  } push{a.d, a.n_rows, a.eps, a.weight_offset, a.n_rows};
+  const BufferRange bindings[] = {a.x, a.res, a.w, a.y};
+  return rec.dispatch(*p, bindings, push, grid, label);
+}
+
+Status record_add(Recorder& rec, const BufferRange& a, const BufferRange& b, const BufferRange& out, uint32_t n,
+                  std::string_view label) {
+  const BufferRange bindings[] = {a, b, out};
+  return record_elementwise(rec, "add", {}, bindings, n, "add " + std::string(label) + " [n=" + std::to_string(n) + "]",
+                            label);
+}
+
+Status record_glu(Recorder& rec, Activation act, const BufferRange& gate, const BufferRange& up, const BufferRange& out,
+                  uint32_t n, std::string_view label) {
+  const BufferRange bindings[] = {gate, up, out};
+  const SpecValue spec[] = {{1, static_cast<uint32_t>(act)}};
+  return record_elementwise(rec, "glu", spec, bindings, n, "glu " + std::string(label) + " [n=" + std::to_string(n) + "]",
+                            label);
+}
+
+Status record_glu_split(Recorder& rec, Activation act, const BufferRange& gate_up, const BufferRange& out, uint32_t n_ff,
+                        uint32_t n_tokens, std::string_view label) {
+  const std::string ctx = "glu_split " + std::string(label) + " [n_ff=" + std::to_string(n_ff) +
+                          " tokens=" + std::to_string(n_tokens) + "]";
+  RDRR_RETURN_IF_ERROR(need_nonzero(n_ff, "n_ff", ctx));
+  RDRR_RETURN_IF_ERROR(need_nonzero(n_tokens, "n_tokens", ctx));
+  const uint64_t n = uint64_t{n_ff} * n_tokens;
+  if (2 * n >= (uint64_t{1} << 32)) return error(StatusCode::kUnsupported, ctx + ": too many elements");
+  RDRR_RETURN_IF_ERROR(need_bytes(gate_up, 2 * n * 4, "gate_up", ctx));
+  RDRR_RETURN_IF_ERROR(need_bytes(out, n * 4, "out", ctx));
+  if (overlaps(gate_up, out)) return error(StatusCode::kInvalidArgument, ctx + ": out overlaps gate_up");
+  const SpecValue spec[] = {{1, static_cast<uint32_t>(act)}};
+  RDRR_ASSIGN_OR_RETURN(const Pipeline* p, get_pipeline(rec, "glu_split", spec, ctx));
+  const uint64_t groups = ceil_div(n, p->local_size()[0]);
+  RDRR_ASSIGN_OR_RETURN(auto grid, fold_groups(rec, groups, ctx));
+  const struct {
+    uint32_t n, n_groups, n_ff;
+  } push{static_cast<uint32_t>(n), static_cast<uint32_t>(groups), n_ff};
+  const BufferRange bindings[] = {gate_up, out};
+  return rec.dispatch(*p, bindings, push, grid, label);
+}
+
+Status record_softcap(Recorder& rec, const BufferRange& x, const BufferRange& y, uint32_t n, float cap,
+                      std::string_view label) {
+  const std::string ctx = "softcap " + std::string(label) + " [n=" + std::to_string(n) + "]";
+  RDRR_RETURN_IF_ERROR(need_nonzero(n, "n", ctx));
+  if (!(cap > 0.0f) || !std::isfinite(cap)) {
+    return error(StatusCode::kInvalidArgument, ctx + ": cap " + std::to_string(cap) + " must be finite and > 0");
+  }
+  RDRR_RETURN_IF_ERROR(need_bytes(x, uint64_t{n} * 4, "x", ctx));
+  RDRR_RETURN_IF_ERROR(need_bytes(y, uint64_t{n} * 4, "y", ctx));
+  RDRR_ASSIGN_OR_RETURN(const Pipeline* p, get_pipeline(rec, "softcap", {}, ctx));
+  const uint64_t groups = ceil_div(n, p->local_size()[0]);
+  RDRR_ASSIGN_OR_RETURN(auto grid, fold_groups(rec, groups, ctx));
+  const struct {
+    uint32_t n;
+    float cap;
+    uint32_t n_groups;
+  } push{n, cap, static_cast<uint32_t>(groups)};
+  const BufferRange bindings[] = {x, y};
+  return rec.dispatch(*p, bindings, push, grid, label);
+}
+
+Status record_rope(Recorder& rec, const RopeArgs& a, std::string_view label) {
+  const uint32_t n_rot = a.n_rot == 0 ? a.head_dim : a.n_rot;
+  const std::string ctx = "rope " + std::string(label) + " [tokens=" + std::to_string(a.n_tokens) +
+                          " heads=" + std::to_string(a.n_heads) + " head_dim=" + std::to_string(a.head_dim) +
+                          " n_rot=" + std::to_string(n_rot) + "]";
+  if (a.n_tokens == 0 || a.n_heads == 0 || a.head_dim == 0) return error(StatusCode::kInvalidArgument, ctx + ": empty shape");
+  if (a.head_dim % 2 != 0 || n_rot % 2 != 0 || n_rot > a.head_dim) {
+    return error(StatusCode::kInvalidArgument, ctx + ": head_dim and n_rot must be even with n_rot <= head_dim");
+  }
+  const bool table = a.inv_freq.buffer != VK_NULL_HANDLE;
+  if (!table && !(a.theta_base > 0.0f)) return error(StatusCode::kInvalidArgument, ctx + ": theta_base must be > 0");
+  if (!std::isfinite(a.mscale)) return error(StatusCode::kInvalidArgument, ctx + ": mscale is not finite");
+  if (table) RDRR_RETURN_IF_ERROR(need_bytes(a.inv_freq, uint64_t{n_rot} / 2 * 4, "inv_freq", ctx));
+  const uint64_t elems = uint64_t{a.n_tokens} * a.n_heads * a.head_dim;
+  RDRR_RETURN_IF_ERROR(need_bytes(a.x, elems * 4, "x", ctx));
+  RDRR_RETURN_IF_ERROR(need_bytes(a.pos, uint64_t{a.n_tokens} * 4, "pos", ctx));
+  RDRR_RETURN_IF_ERROR(need_bytes(a.y, elems * 4, "y", ctx));
+  RDRR_ASSIGN_OR_RETURN(const Pipeline* p, get_pipeline(rec, table ? "rope_freqs" : "rope", {}, ctx));
+  const uint64_t groups = ceil_div(elems / 2, p->local_size()[0]);
+  RDRR_ASSIGN_OR_RETURN(auto grid, fold_groups(rec, groups, ctx));
+  struct {
+    uint32_t n_tokens, n_heads, head_dim, n_rot;
+    float theta_base, freq_scale;
+    uint32_t mode, n_groups;
+    float mscale;
+  } push{a.n_tokens, a.n_heads, a.head_dim, n_rot, a.theta_base, a.freq_scale, static_cast<uint32_t>(a.mode),
+         static_cast<uint32_t>(groups), a.mscale};
+  if (table) {
+    const BufferRange bindings[] = {a.x, a.pos, a.y, a.inv_freq.sub(0, uint64_t{n_rot} / 2 * 4)};
+    return rec.dispatch(*p, bindings, push, grid, label);
+  }
+  const BufferRange bindings[] = {a.x, a.pos, a.y};
+  return rec.dispatch(*p, bindings, push, grid, label);
+}
+
+Status record_dequant(Recorder& rec, quant::DType dtype, const BufferRange& src, const BufferRange& dst,
+                      uint32_t n_blocks, std::string_view label) {
+  const std::string ctx = "dequant " + std::string(label) + " [" + std::string(quant::dtype_name(dtype)) +
+                          " blocks=" + std::to_string(n_blocks) + "]";
+  const kernels::KernelInfo* k = kernels::find_kernel(kernels::Op::kDequant, dtype, quant::Layout::kFlat);
+  if (k == nullptr) return error(StatusCode::kUnsupported, ctx + ": no dequant kernel for this dtype");
+  if (n_blocks == 0) return error(StatusCode::kInvalidArgument, ctx + ": n_blocks is 0");
+  const uint64_t be = static_cast<uint64_t>(quant::block_elems(dtype));
+  const uint64_t elems = uint64_t{n_blocks} * be;
+  if (elems >= (uint64_t{1} << 32)) return error(StatusCode::kUnsupported, ctx + ": too many elements for one dispatch");
+  RDRR_RETURN_IF_ERROR(need_bytes(src, n_blocks * static_cast<uint64_t>(quant::block_bytes(dtype)), "src", ctx));
+  RDRR_RETURN_IF_ERROR(need_bytes(dst, elems * 4, "dst", ctx));
+  const uint64_t unit = dtype == quant::DType::kQ4_K ? 4 : 2;
+  if (src.offset % unit != 0) {
+    return error(StatusCode::kValidation, ctx + ": src offset " + std::to_string(src.offset) + " not a multiple of " +
+                                              std::to_string(unit));
+  }
+  RDRR_ASSIGN_OR_RETURN(const Pipeline* p, get_pipeline(rec, k->name, {}, ctx));
+  const uint64_t groups = ceil_div(elems, p->local_size()[0]);
+  RDRR_ASSIGN_OR_RETURN(auto grid, fold_groups(rec, groups, ctx));
+  const struct {
+    uint32_t n_elems, src_base;
+  } push{static_cast<uint32_t>(elems), 0};
+  const BufferRange bindings[] = {src, dst};
+  return rec.dispatch(*p, bindings, push, grid, label);
+}
+
+}  // namespace rdrr::runtime

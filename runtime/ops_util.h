@@ -1,0 +1,44 @@
+// Internal helpers shared by the op recorders (runtime/ops_*.cpp); not part of the public API.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "quant/status.h"
+#include "runtime/device.h"
+#include "runtime/memory.h"
+#include "runtime/pipeline.h"
+#include "runtime/recorder.h"
+
+namespace rdrr::runtime::ops_detail {
+
+inline uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+
+// kValidation "<ctx>: <field> range of N bytes < required M" when r is too short.
+inline Status need_bytes(const BufferRange& r, uint64_t need, std::string_view field, const std::string& ctx) {
+  if (r.size >= need) return Status::Ok();
+  return error(StatusCode::kValidation, ctx + ": " + std::string(field) + " range of " + std::to_string(r.size) +
+                                            " bytes < required " + std::to_string(need));
+}
+
+// kInvalidArgument "<ctx>: <field> is 0".
+inline Status need_nonzero(uint64_t v, std::string_view field, const std::string& ctx) {
+  if (v != 0) return Status::Ok();
+  return error(StatusCode::kInvalidArgument, ctx + ": " + std::string(field) + " is 0");
+}
+
+// True when [a.offset, a.offset + a.size) and b's range share a byte of the same buffer.
+inline bool overlaps(const BufferRange& a, const BufferRange& b) {
+  return a.buffer == b.buffer && a.offset < b.offset + b.size && b.offset < a.offset + a.size;
+}
+
+inline Result<const Pipeline*> get_pipeline(Recorder& rec, std::string_view name, std::span<const SpecValue> spec,
+                                            const std::string& ctx) {
+  Result<const Pipeline*> p = rec.device().pipelines().get(name, spec);
+  if (!p.ok()) return p.status().context(ctx);
+  return p;
+}
+
+}  // namespace rdrr::runtime::ops_detail

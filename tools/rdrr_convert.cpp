@@ -1,0 +1,119 @@
+// rdrr-convert SRC OUT: Hugging Face folder or GGUF file -> RDRR pack. Thin main: flags -> ConvertOptions,
+// Status -> exit code (README "Exit codes"). The engine is convert/converter.h.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "convert/converter.h"
+#include "convert/report.h"
+#include "rdrr/file_io.h"
+#include "tools/exit_codes.h"
+
+namespace {
+
+using rdrr::convert::ConvertOptions;
+
+int fail(const rdrr::Status& s, bool json) {
+  const int code = rdrr::tools::exit_code_for(s.code());
+  if (json) std::cout << rdrr::convert::error_json(s, code) << std::flush;
+  std::cerr << "rdrr-convert: " << s.to_string() << "\n";
+  return code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  rdrr::ignore_sigxfsz();
+  CLI::App app{"rdrr-convert: convert a Hugging Face folder or a GGUF file into an RDRR pack"};
+  std::string src;
+  std::string out;
+  std::string quantize = "q4_k_m";
+  std::string layout = "column_wise";
+  bool fuse = false;
+  bool no_fuse = false;
+  std::vector<std::string> tensor_types;
+  uint64_t shard_size = rdrr::kDefaultShardSizeBytes;
+  int threads = 0;
+  int rmse_every = 16;
+  bool dry_run = false;
+  bool force = false;
+  bool json = false;
+  bool quiet = false;
+  bool allow_nonfinite = false;
+  bool no_sync = false;
+  std::string model_id;
+  app.add_option("SRC", src, "Hugging Face model folder or .gguf file")->required();
+  app.add_option("OUT", out, "pack directory to create (not needed with --dry-run)");
+  app.add_option("--quantize", quantize, "preset: f32, f16, bf16, q8_0, q4_k, q4_k_m")->capture_default_str();
+  app.add_option("--q4k-layout", layout, "Q4_K block order: flat, row_wise, column_wise")->capture_default_str();
+  app.add_flag("--fuse-gate-up", fuse, "store gate+up as one gate_up_proj (default for q8_0, q4_k, q4_k_m)");
+  app.add_flag("--no-fuse-gate-up", no_fuse, "keep gate_proj and up_proj separate");
+  app.add_option("--tensor-type", tensor_types, "REGEX=TYPE override (f32 f16 bf16 q8_0 q4_k q6_k), repeatable");
+  app.add_option("--shard-size", shard_size, "maximum shard bytes (multiple of 256)")->capture_default_str();
+  app.add_option("--threads", threads, "worker threads (0: all cores)")->capture_default_str();
+  app.add_option("--rmse-every", rmse_every, "measure the quantization RMSE on every Nth 256-row chunk (1: all)")
+      ->capture_default_str();
+  app.add_option("--model-id", model_id, "manifest modelId (default: folder name or GGUF general.name)");
+  app.add_flag("--dry-run", dry_run, "print the plan, write nothing");
+  app.add_flag("--force", force, "replace an existing pack at OUT");
+  app.add_flag("--json", json, "print a machine-readable report on stdout");
+  app.add_flag("--quiet", quiet, "no progress bar and no summary");
+  app.add_flag("--allow-nonfinite", allow_nonfinite,
+               "convert weights holding NaN/Inf (kept in F32/F16/BF16, encoded as 0 in block types)");
+  app.add_flag("--no-sync", no_sync, "skip fsync (scratch output and tests)");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : rdrr::tools::kExitUsage;
+  }
+
+  ConvertOptions o;
+  o.src = src;
+  o.out = out;
+  const auto preset = rdrr::convert::parse_preset(quantize);
+  if (!preset) {
+    return fail(rdrr::error(rdrr::StatusCode::kInvalidArgument,
+                            "--quantize " + quantize + ": expected f32, f16, bf16, q8_0, q4_k or q4_k_m"),
+                json);
+  }
+  o.preset = *preset;
+  const auto lay = rdrr::quant::parse_layout(layout);
+  if (!lay) {
+    return fail(rdrr::error(rdrr::StatusCode::kInvalidArgument,
+                            "--q4k-layout " + layout + ": expected flat, row_wise or column_wise"),
+                json);
+  }
+  o.q4k_layout = *lay;
+  if (fuse && no_fuse) {
+    return fail(rdrr::error(rdrr::StatusCode::kInvalidArgument, "--fuse-gate-up and --no-fuse-gate-up exclude each other"),
+                json);
+  }
+  if (fuse || no_fuse) o.fuse_gate_up = fuse;
+  if (out.empty() && !dry_run) return fail(rdrr::error(rdrr::StatusCode::kInvalidArgument, "OUT is required"), json);
+  o.tensor_types = tensor_types;
+  o.shard_size_bytes = shard_size;
+  o.threads = threads;
+  o.rmse_every_chunks = rmse_every;
+  o.dry_run = dry_run;
+  o.force = force;
+  o.allow_nonfinite = allow_nonfinite;
+  o.sync_to_disk = !no_sync;
+  if (!model_id.empty()) o.model_id = model_id;
+  rdrr::convert::ProgressBar bar(stderr, !quiet && !dry_run);
+  if (bar.active()) o.on_progress = [&bar](const rdrr::convert::ConvertProgress& p) { bar.update(p); };
+
+  rdrr::Result<rdrr::convert::ConvertReport> r = rdrr::convert::convert_model(o);
+  bar.finish();
+  if (!r.ok()) return fail(r.status(), json);
+  if (json) {
+    std::cout << rdrr::convert::report_json(*r) << std::flush;
+    if (dry_run && !quiet) std::cerr << rdrr::convert::plan_table(*r);
+  } else if (dry_run) {
+    std::cout << rdrr::convert::plan_table(*r) << std::flush;
+  }
+  if (!quiet && !dry_run) (json ? std::cerr : std::cout) << rdrr::convert::summary_text(*r) << std::flush;
+  return rdrr::tools::kExitOk;
+}
