@@ -6,7 +6,7 @@
 #include <numeric>
 #include <optional>
 
-#include "convert/json_util.h"
+#include "rdrr/json_strict.h"
 
 namespace rdrr::convert {
 namespace {

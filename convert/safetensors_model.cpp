@@ -4,7 +4,7 @@
 #include <set>
 #include <system_error>
 
-#include "convert/json_util.h"
+#include "rdrr/json_strict.h"
 #include "convert/safetensors.h"
 
 namespace rdrr::convert {

@@ -4,7 +4,7 @@
 #include <cstring>
 #include <system_error>
 
-#include "convert/json_util.h"
+#include "rdrr/json_strict.h"
 #include "convert/model_config_internal.h"
 #include "rdrr/mapped_file.h"
 

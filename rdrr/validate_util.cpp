@@ -7,39 +7,7 @@
 
 namespace rdrr::vutil {
 
-std::optional<size_t> find_invalid_utf8(std::string_view text) {
-  const auto* s = reinterpret_cast<const unsigned char*>(text.data());
-  const size_t n = text.size();
-  size_t i = 0;
-  while (i < n) {
-    const unsigned char c = s[i];
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    size_t len = 0;
-    uint32_t cp = 0;
-    uint32_t min_cp = 0;
-    if ((c & 0xe0u) == 0xc0u) {
-      len = 2, cp = c & 0x1fu, min_cp = 0x80;
-    } else if ((c & 0xf0u) == 0xe0u) {
-      len = 3, cp = c & 0x0fu, min_cp = 0x800;
-    } else if ((c & 0xf8u) == 0xf0u) {
-      len = 4, cp = c & 0x07u, min_cp = 0x10000;
-    } else {
-      return i;
-    }
-    if (n - i < len) return i;
-    for (size_t k = 1; k < len; ++k) {
-      const unsigned char cc = s[i + k];
-      if ((cc & 0xc0u) != 0x80u) return i;
-      cp = (cp << 6) | (cc & 0x3fu);
-    }
-    if (cp < min_cp || cp > 0x10ffffu || (cp >= 0xd800u && cp <= 0xdfffu)) return i;
-    i += len;
-  }
-  return std::nullopt;
-}
+using rdrr::find_invalid_utf8;
 
 bool is_lower_hex(std::string_view s, size_t length) {
   if (s.size() != length) return false;

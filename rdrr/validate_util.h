@@ -7,13 +7,11 @@
 #include <string_view>
 
 #include "quant/status.h"
+#include "rdrr/json_strict.h"
 
 namespace rdrr::vutil {
 
 inline constexpr size_t kMaxRelativePathBytes = 1024;
-
-// Byte offset of the first invalid UTF-8 sequence (overlong, surrogate, > U+10FFFF), or nullopt.
-std::optional<size_t> find_invalid_utf8(std::string_view s);
 
 bool is_lower_hex(std::string_view s, size_t length);  // exactly `length` digits 0-9a-f
 
