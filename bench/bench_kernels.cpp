@@ -1,124 +1,390 @@
 // Kernel throughput on the Vulkan device RDRR_DEVICE selects (default: first discrete GPU, else lavapipe).
-// GPU time comes from timestamps around each dispatch (manual time); bytes/s counts the packed weight bytes
-// each GEMV reads, the number to compare with the device's memory bandwidth. Example:
-//   build/bench/bench_kernels --benchmark_format=json --benchmark_filter=Gemv
-#include <benchmark/benchmark.h>
-
+//
+// Prints one table (and, with --json PATH, the same rows as JSON):
+//   - copy: a large device-to-device vkCmdCopyBuffer, bytes read + written per second: the device's
+//     measured memory bandwidth that every other row is compared with (%copy);
+//   - gemv: every dtype / layout at the decode shapes N x K (outputs x inputs); bytes = packed weight bytes
+//     (x and y are negligible), GB/s = bytes / median time;
+//   - attention: decode (one query) at several KV lengths, bytes = K + V cache bytes read.
+// Times are GPU timestamps (runtime/recorder.h): each batch records R calls, each on its own copy of the
+// weights (rotating through a pool larger than the L2 cache, so every call streams from device memory),
+// all writing the same output, so consecutive calls are serialized by barriers like dependent decode ops;
+// a call's time is the batch's GPU time / R and the row reports the median over --iters batches.
+// Examples:
+//   build/bench/bench_kernels                      # full table
+//   build/bench/bench_kernels --filter Q4_K --json out.json
+//   build/bench/bench_kernels --quick              # small shapes, small pool (lavapipe smoke run)
+#include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <memory>
+#include <optional>
 #include <random>
+#include <string>
 #include <vector>
 
+#include "bench/bench_vk.h"
+#include "quant/f16.h"
 #include "runtime/device.h"
 #include "runtime/ops.h"
 #include "runtime/recorder.h"
 
-namespace rdrr::runtime {
+namespace rdrr::bench {
 namespace {
-
-Device* bench_device() {
-  static std::unique_ptr<Device> dev;
-  static bool tried = false;
-  if (!tried) {
-    tried = true;
-    Result<std::unique_ptr<Device>> d = Device::create(device_options_from_env());
-    if (d.ok()) {
-      dev = std::move(d).value();
-      std::fprintf(stderr, "%s\n", describe_caps(dev->caps()).c_str());
-    } else {
-      std::fprintf(stderr, "no Vulkan device: %s\n", d.status().to_string().c_str());
-    }
-  }
-  return dev.get();
-}
-
-constexpr int kRepsPerBatch = 8;
-
-void BM_Gemv(benchmark::State& state, quant::DType dtype, quant::Layout layout, GemvTuning tuning = {}) {
-  Device* dev = bench_device();
-  if (dev == nullptr) {
-    state.SkipWithError("no Vulkan device");
-    return;
-  }
-  const auto n = static_cast<uint32_t>(state.range(0));
-  const auto k = static_cast<uint32_t>(state.range(1));
-  const uint64_t w_bytes = packed_weight_bytes(dtype, layout, n, k);
-  // 0x11 bytes: every f16 scale is a small normal number, every code valid; the values do not matter here.
-  std::vector<std::byte> w(w_bytes, std::byte{0x11});
-  std::vector<float> x(k);
-  std::mt19937 rng(1);
-  for (float& v : x) v = std::uniform_real_distribution<float>(-1.0f, 1.0f)(rng);
-  Result<Buffer> wb = dev->allocate(w_bytes, "w");
-  Result<Buffer> xb = dev->allocate(k * 4ull, "x");
-  Result<Buffer> yb = dev->allocate(n * 4ull, "y");
-  Result<std::unique_ptr<Recorder>> rec = Recorder::create(*dev, RecorderOptions{true});
-  if (!wb.ok() || !xb.ok() || !yb.ok() || !rec.ok() || !dev->upload(wb->range(), w).ok() ||
-      !dev->upload(xb->range(), std::as_bytes(std::span(x))).ok()) {
-    state.SkipWithError("setup failed");
-    return;
-  }
-  GemvArgs a;
-  a.w = wb->range();
-  a.dtype = dtype;
-  a.layout = layout;
-  a.n_rows = n;
-  a.k = k;
-  a.x = xb->range();
-  a.y = yb->range();
-  a.tuning = tuning;
-  for (auto _ : state) {
-    for (int r = 0; r < kRepsPerBatch; ++r) {
-      const Status s = record_gemv(**rec, a);
-      if (!s.ok()) {
-        state.SkipWithError(s.to_string().c_str());
-        return;
-      }
-    }
-    Result<SubmitResult> res = (*rec)->submit_and_wait();
-    if (!res.ok()) {
-      state.SkipWithError(res.status().to_string().c_str());
-      return;
-    }
-    double ms = 0.0;
-    for (const DispatchTiming& t : res->timings) ms += t.gpu_ms;
-    state.SetIterationTime(ms / 1e3 / kRepsPerBatch);
-  }
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(w_bytes));
-  state.counters["weight_MiB"] = static_cast<double>(w_bytes) / (1 << 20);
-}
 
 using quant::DType;
 using quant::Layout;
-#define RDRR_GEMV_BENCH(name, dtype, layout)                                                          \
-  BENCHMARK_CAPTURE(BM_Gemv, name, dtype, layout)->Args({4096, 4096})->Args({14336, 4096})->UseManualTime() \
-      ->Unit(benchmark::kMicrosecond)
-RDRR_GEMV_BENCH(F32, DType::kF32, Layout::kRowWise);
-RDRR_GEMV_BENCH(F16, DType::kF16, Layout::kRowWise);
-RDRR_GEMV_BENCH(Q8_0, DType::kQ8_0, Layout::kRowWise);
-RDRR_GEMV_BENCH(Q6_K, DType::kQ6_K, Layout::kRowWise);
-RDRR_GEMV_BENCH(Q4_K_row_wise, DType::kQ4_K, Layout::kRowWise);
-RDRR_GEMV_BENCH(Q4_K_column_wise, DType::kQ4_K, Layout::kColumnWise);
+using runtime::BufferRange;
+using runtime::Device;
+using runtime::GemvArgs;
+using runtime::GemvTuning;
+using runtime::Recorder;
 
-// Tuning sweeps (specialization constants): rows per workgroup / workgroup size, and the column path's
-// input split.
-#define RDRR_GEMV_TUNE(name, dtype, layout, ...)                                                      \
-  BENCHMARK_CAPTURE(BM_Gemv, name, dtype, layout, GemvTuning{__VA_ARGS__})->Args({4096, 4096})->UseManualTime() \
-      ->Unit(benchmark::kMicrosecond)
-RDRR_GEMV_TUNE(Q4_K_row_wise_wg32_rows1, DType::kQ4_K, Layout::kRowWise, 32, 1, 0);
-RDRR_GEMV_TUNE(Q4_K_row_wise_wg64_rows1, DType::kQ4_K, Layout::kRowWise, 64, 1, 0);
-RDRR_GEMV_TUNE(Q4_K_row_wise_wg128_rows1, DType::kQ4_K, Layout::kRowWise, 128, 1, 0);
-RDRR_GEMV_TUNE(Q4_K_row_wise_wg64_rows4, DType::kQ4_K, Layout::kRowWise, 64, 4, 0);
-RDRR_GEMV_TUNE(Q4_K_row_wise_wg128_rows4, DType::kQ4_K, Layout::kRowWise, 128, 4, 0);
-RDRR_GEMV_TUNE(Q6_K_wg64_rows1, DType::kQ6_K, Layout::kRowWise, 64, 1, 0);
-RDRR_GEMV_TUNE(Q6_K_wg128_rows4, DType::kQ6_K, Layout::kRowWise, 128, 4, 0);
-RDRR_GEMV_TUNE(Q8_0_wg64_rows1, DType::kQ8_0, Layout::kRowWise, 64, 1, 0);
-RDRR_GEMV_TUNE(Q8_0_wg128_rows4, DType::kQ8_0, Layout::kRowWise, 128, 4, 0);
-RDRR_GEMV_TUNE(Q4_K_column_wise_x64_ks16, DType::kQ4_K, Layout::kColumnWise, 64, 0, 16);
-RDRR_GEMV_TUNE(Q4_K_column_wise_x32_ks32, DType::kQ4_K, Layout::kColumnWise, 32, 0, 32);
-RDRR_GEMV_TUNE(Q4_K_column_wise_x128_ks8, DType::kQ4_K, Layout::kColumnWise, 128, 0, 8);
-RDRR_GEMV_TUNE(Q4_K_column_wise_x256_ks4, DType::kQ4_K, Layout::kColumnWise, 256, 0, 4);
+struct Options {
+  std::string filter;
+  std::string json_path;
+  uint64_t pool_bytes = 512ull << 20;
+  int iters = 15;
+  bool quick = false;
+  bool tune = false;
+};
+
+std::optional<Options> parse_args(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    const bool has_value = i + 1 < argc;
+    if (a == "--filter" && has_value) {
+      o.filter = argv[++i];
+    } else if (a == "--json" && has_value) {
+      o.json_path = argv[++i];
+    } else if (a == "--pool-mib" && has_value) {
+      o.pool_bytes = std::stoull(argv[++i]) << 20;
+    } else if (a == "--iters" && has_value) {
+      o.iters = std::max(1, std::stoi(argv[++i]));
+    } else if (a == "--quick") {
+      o.quick = true;
+    } else if (a == "--tune") {
+      o.tune = true;
+    } else {
+      std::fprintf(stderr,
+                   "usage: bench_kernels [--filter SUBSTR] [--json PATH] [--pool-mib N] [--iters N] [--quick] "
+                   "[--tune]\n");
+      return std::nullopt;
+    }
+  }
+  if (o.quick) o.pool_bytes = std::min<uint64_t>(o.pool_bytes, 32ull << 20);
+  return o;
+}
+
+// The rotation pool: random f16 values in (-1, 1) (valid scales for every block type, finite F16 / F32
+// weights, random quant codes), never zeros.
+Result<runtime::Buffer> make_pool(Device& dev, uint64_t bytes) {
+  std::mt19937 rng(7);
+  std::vector<uint16_t> unique(1u << 21);  // 4 MiB of distinct values, tiled over the pool
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (uint16_t& h : unique) h = quant::f32_to_f16(u(rng));
+  std::vector<std::byte> host(bytes);
+  const size_t chunk = unique.size() * 2;
+  for (uint64_t off = 0; off < bytes; off += chunk) {
+    std::memcpy(host.data() + off, unique.data(), std::min<uint64_t>(chunk, bytes - off));
+  }
+  RDRR_ASSIGN_OR_RETURN(runtime::Buffer b, dev.allocate(bytes, "bench pool"));
+  RDRR_RETURN_IF_ERROR(dev.upload(b.range(), host));
+  return b;
+}
+
+struct Shape {
+  uint32_t n;
+  uint32_t k;
+};
+
+struct GemvCase {
+  DType dtype;
+  Layout layout;
+  GemvTuning tuning;
+  std::string variant;       // tuning label, "" = defaults
+  bool independent = false;  // each call writes its own y: no barriers, calls may overlap ("indep")
+};
+
+// Per-call time of `record_one(recorder, copy_index)` over rotating copies, median over `iters` batches (after
+// two warm-up batches): GPU timestamps around every dispatch (rec), and host wall time of a batch recorded
+// without timestamps (plain) from submit to fence / copies, which includes the submission latency.
+template <typename RecordOne>
+Result<Timing> time_rotating(Recorder& rec, Recorder& plain, uint32_t copies, int iters, RecordOne record_one) {
+  std::vector<double> gpu_us;
+  std::vector<double> host_us;
+  for (int it = -2; it < iters; ++it) {
+    for (uint32_t c = 0; c < copies; ++c) RDRR_RETURN_IF_ERROR(record_one(rec, c));
+    RDRR_ASSIGN_OR_RETURN(runtime::SubmitResult res, rec.submit_and_wait());
+    double ms = 0.0;
+    for (const runtime::DispatchTiming& t : res.timings) ms += t.gpu_ms;
+    for (uint32_t c = 0; c < copies; ++c) RDRR_RETURN_IF_ERROR(record_one(plain, c));
+    const auto t0 = std::chrono::steady_clock::now();
+    RDRR_RETURN_IF_ERROR(plain.submit_and_wait().status());
+    const std::chrono::duration<double, std::micro> host = std::chrono::steady_clock::now() - t0;
+    if (it >= 0) {
+      gpu_us.push_back(ms * 1e3 / copies);
+      host_us.push_back(host.count() / copies);
+    }
+  }
+  std::sort(gpu_us.begin(), gpu_us.end());
+  std::sort(host_us.begin(), host_us.end());
+  return Timing{gpu_us[gpu_us.size() / 2], host_us[host_us.size() / 2]};
+}
+
+uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
+struct Bench {
+  Device& dev;
+  Recorder& rec;    // GPU timestamps per dispatch
+  Recorder& plain;  // no timestamps (host-timed batches)
+  const Options& opt;
+  const runtime::Buffer& pool;
+  Table& table;
+
+  uint32_t copies_for(uint64_t stride) const {
+    return static_cast<uint32_t>(std::clamp<uint64_t>(pool.range().size / stride, 1, 256));
+  }
+
+  void gemv(const Shape& s, const GemvCase& c) {
+    Row row;
+    row.op = "gemv";
+    row.dtype = quant::dtype_name(c.dtype);
+    row.layout = quant::layout_name(c.layout);
+    row.shape = std::to_string(s.n) + "x" + std::to_string(s.k);
+    row.variant = c.variant;
+    if (!table.selected(row, opt.filter)) return;
+    const uint64_t w_bytes = runtime::packed_weight_bytes(c.dtype, c.layout, s.n, s.k);
+    const uint64_t stride = round_up(w_bytes, 256);
+    row.bytes = w_bytes;
+    if (stride > pool.range().size) return table.fail(row, "weights larger than the pool (--pool-mib)");
+    Result<runtime::Buffer> xb = dev.allocate(uint64_t{s.k} * 4, "x");
+    const uint32_t copies = copies_for(stride);
+    const uint64_t y_stride = round_up(uint64_t{s.n} * 4, 256);
+    Result<runtime::Buffer> yb = dev.allocate(y_stride * (c.independent ? copies : 1), "y");
+    const uint64_t scratch_bytes = runtime::gemv_scratch_bytes(c.dtype, c.layout, s.n, s.k);
+    const uint64_t scratch_stride = round_up(scratch_bytes, 256);
+    Result<runtime::Buffer> sb =
+        dev.allocate(std::max<uint64_t>(scratch_stride * (c.independent ? copies : 1), 4), "scratch");
+    if (!xb.ok() || !yb.ok() || !sb.ok()) return table.fail(row, "allocation failed");
+    const std::vector<float> x = random_floats(s.k);
+    Status st = dev.upload(xb->range(), std::as_bytes(std::span(x)));
+    if (!st.ok()) return table.fail(row, st.to_string());
+    Result<Timing> us = time_rotating(rec, plain, copies, opt.iters, [&](Recorder& r, uint32_t i) {
+      const uint32_t slot = c.independent ? i : 0;
+      GemvArgs a;
+      a.w = pool.range().sub(i * stride, w_bytes);
+      a.dtype = c.dtype;
+      a.layout = c.layout;
+      a.n_rows = s.n;
+      a.k = s.k;
+      a.x = xb->range();
+      a.y = yb->range().sub(slot * y_stride, uint64_t{s.n} * 4);
+      a.tuning = c.tuning;
+      if (scratch_bytes != 0) a.scratch = sb->range().sub(slot * scratch_stride, scratch_bytes);
+      return runtime::record_gemv(r, a);
+    });
+    if (!us.ok()) return table.fail(row, us.status().to_string());
+    row.copies = copies;
+    table.add(row, *us);
+  }
+
+  void attention(uint32_t len) {
+    constexpr uint32_t kHeads = 32, kKvHeads = 8, kHeadDim = 128;  // Llama-3-8B-like decode
+    Row row;
+    row.op = "attention";
+    row.dtype = "F16";
+    row.layout = "kv";
+    row.shape = std::to_string(len);
+    row.shape.insert(0, 1, 'L');
+    row.variant = "h32/kv8/d128";
+    if (!table.selected(row, opt.filter)) return;
+    const uint64_t kv_bytes = runtime::kv_layer_bytes(DType::kF16, kKvHeads, kHeadDim, len);
+    const uint64_t stride = round_up(2 * kv_bytes, 256);
+    row.bytes = 2 * kv_bytes;
+    if (stride > pool.range().size) return table.fail(row, "KV cache larger than the pool (--pool-mib)");
+    const uint64_t scratch_bytes = runtime::attention_scratch_bytes(1, kHeads, kHeadDim, 64);
+    Result<runtime::Buffer> qb = dev.allocate(kHeads * kHeadDim * 4ull, "q");
+    Result<runtime::Buffer> ob = dev.allocate(kHeads * kHeadDim * 4ull, "out");
+    Result<runtime::Buffer> sb = dev.allocate(scratch_bytes, "scratch");
+    if (!qb.ok() || !ob.ok() || !sb.ok()) return table.fail(row, "allocation failed");
+    const std::vector<float> q = random_floats(kHeads * kHeadDim);
+    Status st = dev.upload(qb->range(), std::as_bytes(std::span(q)));
+    if (!st.ok()) return table.fail(row, st.to_string());
+    const uint32_t copies = copies_for(stride);
+    Result<Timing> us = time_rotating(rec, plain, copies, opt.iters, [&](Recorder& r, uint32_t i) {
+      runtime::AttentionArgs a;
+      a.q = qb->range();
+      a.kv = {pool.range().sub(i * stride, kv_bytes), pool.range().sub(i * stride + kv_bytes, kv_bytes),
+              DType::kF16, kKvHeads, kHeadDim, len};
+      a.out = ob->range();
+      a.scratch = sb->range();
+      a.n_q = 1;
+      a.n_heads = kHeads;
+      a.p0 = len - 1;
+      a.scale = 1.0f / std::sqrt(float{kHeadDim});
+      return runtime::record_attention(r, a);
+    });
+    if (!us.ok()) return table.fail(row, us.status().to_string());
+    row.copies = copies;
+    table.add(row, *us);
+  }
+
+  // Per-call floor: a tiny dispatch (add of 256 values) serialized like the GEMV rows.
+  void floor() {
+    Row row;
+    row.op = "floor";
+    row.dtype = "F32";
+    row.layout = "-";
+    row.shape = "add256";
+    row.variant = "tiny dispatch";
+    row.bytes = 256 * 12;
+    if (!table.selected(row, opt.filter)) return;
+    Result<runtime::Buffer> b = dev.allocate(256 * 4, "floor");
+    if (!b.ok()) return table.fail(row, "allocation failed");
+    Result<Timing> us = time_rotating(rec, plain, 64, opt.iters, [&](Recorder& r, uint32_t) {
+      return runtime::record_add(r, pool.range().sub(0, 1024), pool.range().sub(1024, 1024), b->range(), 256);
+    });
+    if (!us.ok()) return table.fail(row, us.status().to_string());
+    row.copies = 64;
+    table.add(row, *us);
+  }
+
+  // Bandwidth probes: vkCmdCopyBuffer, a streaming kernel (add: 2 reads + 1 write), and a pure-read F32 GEMV
+  // over a weight larger than any cache.
+  std::vector<Probe> probes() {
+    std::vector<Probe> out;
+    const uint64_t copy_bytes = opt.quick ? (16ull << 20) : (1ull << 30);
+    Result<double> copy = measure_copy_gbps(dev, copy_bytes, opt.iters);
+    if (copy.ok()) out.push_back({"vkCmdCopyBuffer (read + write)", 2 * copy_bytes, *copy});
+    const uint64_t half = pool.range().size / 2 / 256 * 256;
+    const auto n = static_cast<uint32_t>(std::min<uint64_t>(half / 4 / 2, uint64_t{1} << 28));  // f32 per input
+    Result<runtime::Buffer> ob = dev.allocate(uint64_t{n} * 4, "probe out");
+    if (ob.ok()) {
+      Result<Timing> us = time_rotating(rec, plain, 1, opt.iters, [&](Recorder& r, uint32_t) {
+        return runtime::record_add(r, pool.range().sub(0, uint64_t{n} * 4), pool.range().sub(half, uint64_t{n} * 4),
+                                   ob->range(), n);
+      });
+      if (us.ok()) out.push_back({"add kernel (2 reads + 1 write)", 12ull * n, 12.0 * n / (us->gpu_us * 1e3)});
+    }
+    const uint32_t k = 4096;
+    const auto rows = static_cast<uint32_t>(std::min<uint64_t>(pool.range().size / (uint64_t{k} * 4), 1u << 16));
+    Result<runtime::Buffer> xb = dev.allocate(k * 4, "probe x");
+    Result<runtime::Buffer> yb = dev.allocate(uint64_t{rows} * 4, "probe y");
+    if (xb.ok() && yb.ok() && dev.fill(xb->range(), 0x3f800000u).ok()) {
+      Result<Timing> us = time_rotating(rec, plain, 1, opt.iters, [&](Recorder& r, uint32_t) {
+        GemvArgs a;
+        a.w = pool.range().sub(0, uint64_t{rows} * k * 4);
+        a.n_rows = rows;
+        a.k = k;
+        a.x = xb->range();
+        a.y = yb->range();
+        return runtime::record_gemv(r, a);
+      });
+      if (us.ok()) out.push_back({"F32 gemv " + std::to_string(rows) + "x4096 (read)", uint64_t{rows} * k * 4,
+                                  static_cast<double>(uint64_t{rows} * k * 4) / (us->gpu_us * 1e3)});
+    }
+    return out;
+  }
+
+  static std::vector<float> random_floats(uint32_t n) {
+    std::mt19937 rng(n);
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    std::vector<float> v(n);
+    for (float& f : v) f = u(rng);
+    return v;
+  }
+};
+
+std::string tune_label(const char* a, uint32_t va, const char* b, uint32_t vb) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%s%u%s%u", a, va, b, vb);
+  return buf;
+}
+
+std::string num_label(const char* a, uint32_t va) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%s%u", a, va);
+  return buf;
+}
+
+std::vector<GemvCase> gemv_cases(bool tune) {
+  std::vector<GemvCase> c = {
+      {DType::kF32, Layout::kRowWise, {}, ""},         {DType::kF16, Layout::kRowWise, {}, ""},
+      {DType::kQ8_0, Layout::kRowWise, {}, ""},        {DType::kQ8_0, Layout::kFlat, {}, ""},
+      {DType::kQ6_K, Layout::kRowWise, {}, ""},        {DType::kQ6_K, Layout::kFlat, {}, ""},
+      {DType::kQ4_K, Layout::kFlat, {}, ""},           {DType::kQ4_K, Layout::kRowWise, {}, ""},
+      {DType::kQ4_K, Layout::kColumnWise, {}, ""},
+  };
+  // Independent calls (no barrier between them): how much of a call is the fixed dispatch cost.
+  for (DType d : {DType::kF16, DType::kQ8_0, DType::kQ6_K, DType::kQ4_K}) c.push_back({d, Layout::kRowWise, {}, "indep", true});
+  c.push_back({DType::kQ4_K, Layout::kColumnWise, {}, "indep", true});
+  if (!tune) return c;
+  // Specialization sweeps. Rows path {local_size_x, num_rows, -, -, diag, prefetch}; diag rows are not real
+  // GEMVs (1: no x reads, 2: no decode) and show which resource bounds the kernel.
+  const GemvTuning row_tunes[] = {{128, 4, 0, 0, 0, 0}, {32, 4, 0, 0, 0, 0}, {64, 4, 0, 0, 0, 1},
+                                  {64, 4, 0, 0, 1, 0}, {64, 4, 0, 0, 2, 0}};
+  for (const GemvTuning& t : row_tunes) {
+    std::string v = tune_label("wg", t.local_size_x, "_rows", t.num_rows);
+    if (t.diag) v += num_label("_diag", t.diag);
+    if (t.prefetch) v += "_pf";
+    c.push_back({DType::kQ4_K, Layout::kRowWise, t, v});
+  }
+  // Column split path {items per workgroup, -, input slices, inputs per split (0 = auto), diag}.
+  const GemvTuning col_tunes[] = {{8, 0, 32, 0}, {16, 0, 16, 0}, {16, 0, 32, 0}, {4, 0, 32, 0},
+                                  {8, 0, 16, 512}, {8, 0, 32, 512}, {8, 0, 16, 128}};
+  for (const GemvTuning& t : col_tunes) {
+    std::string v = tune_label("x", t.local_size_x, "_ks", t.k_split);
+    if (t.k_chunk) v += num_label("_kc", t.k_chunk);
+    c.push_back({DType::kQ4_K, Layout::kColumnWise, t, v});
+  }
+  return c;
+}
+
+int run(const Options& opt) {
+  Result<std::unique_ptr<Device>> dev = Device::create(runtime::device_options_from_env());
+  if (!dev.ok()) {
+    std::fprintf(stderr, "no Vulkan device: %s\n", dev.status().to_string().c_str());
+    return 1;
+  }
+  std::fprintf(stderr, "%s\n", runtime::describe_caps((*dev)->caps()).c_str());
+  Result<std::unique_ptr<Recorder>> rec = Recorder::create(**dev, runtime::RecorderOptions{true});
+  Result<std::unique_ptr<Recorder>> plain = Recorder::create(**dev, runtime::RecorderOptions{false});
+  Result<runtime::Buffer> pool = make_pool(**dev, opt.pool_bytes);
+  if (!rec.ok() || !plain.ok() || !pool.ok()) {
+    const Status s = !rec.ok() ? rec.status() : !plain.ok() ? plain.status() : pool.status();
+    std::fprintf(stderr, "setup failed: %s\n", s.to_string().c_str());
+    return 1;
+  }
+  Table table((*dev)->caps().desc.name);
+  Bench b{**dev, **rec, **plain, opt, *pool, table};
+  table.set_probes(b.probes());
+  b.floor();
+  const std::vector<Shape> shapes =
+      opt.quick ? std::vector<Shape>{{512, 512}, {256, 1024}}
+                : std::vector<Shape>{{2048, 2048}, {2048, 8192}, {8192, 2048}, {4096, 14336}, {14336, 4096}};
+  for (const GemvCase& c : gemv_cases(opt.tune)) {
+    for (const Shape& s : shapes) b.gemv(s, c);
+  }
+  const std::vector<uint32_t> lens =
+      opt.quick ? std::vector<uint32_t>{256, 1024} : std::vector<uint32_t>{512, 2048, 8192, 32768};
+  for (uint32_t len : lens) b.attention(len);
+  table.print();
+  if (!opt.json_path.empty()) {
+    const Status s = table.write_json(opt.json_path);
+    if (!s.ok()) std::fprintf(stderr, "%s\n", s.to_string().c_str());
+  }
+  return table.failures() == 0 ? 0 : 1;
+}
 
 }  // namespace
-}  // namespace rdrr::runtime
+}  // namespace rdrr::bench
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  const std::optional<rdrr::bench::Options> o = rdrr::bench::parse_args(argc, argv);
+  if (!o) return 2;
+  return rdrr::bench::run(*o);
+}

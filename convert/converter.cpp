@@ -188,7 +188,9 @@ Result<ConvertReport> convert_in_arena(const ConvertOptions& o, int threads, Clo
   SourceHasher hasher(src.files());
 
   PipelineOptions po;
-  po.max_tokens = threads + 2;
+  // Chunks are parallel inside (quantize_rows); a few more in flight keep the threads busy between tensors
+  // without letting buffer memory grow with the thread count.
+  po.max_tokens = std::min(threads, 4) + 2;
   po.allow_nonfinite = o.allow_nonfinite;
   po.rmse_every_chunks = o.rmse_every_chunks;
   po.on_progress = o.on_progress;

@@ -22,6 +22,7 @@ constexpr uint64_t kGemmaDefaultVocab = 262208;
 constexpr uint64_t kGemmaDefaultMaxPositions = 131072;
 constexpr double kGemmaDefaultQueryPreAttnScalar = 256;
 constexpr uint64_t kGemmaDefaultSlidingPattern = 6;
+constexpr uint64_t kGemmaDefaultSlidingWindow = 4096;
 constexpr uint64_t kQwenDefaultMaxWindowLayers = 28;  // Qwen2Config / Qwen3Config
 
 Status unsupported(std::string msg) { return error(StatusCode::kUnsupported, std::move(msg)); }
@@ -158,6 +159,11 @@ Status read_layers(const JsonObject& obj, const FamilyTraits& t, ModelConfig& cf
   const uint32_t n = cfg.architecture.num_layers;
   AttentionConfig& att = cfg.inference.attention;
   RDRR_ASSIGN_OR_RETURN(std::optional<uint64_t> window, obj.opt_uint("sliding_window"));
+  if (t.gemma && !obj.json().contains("sliding_window")) {  // absent (not null): Gemma3TextConfig's default
+    cfg.warnings.push_back(obj.field("sliding_window") + ": absent, using the transformers default " +
+                           std::to_string(kGemmaDefaultSlidingWindow));
+    window = kGemmaDefaultSlidingWindow;
+  }
   RDRR_ASSIGN_OR_RETURN(std::optional<bool> use_window, obj.opt_bool("use_sliding_window"));
   if (t.qwen_sliding && !use_window.value_or(false)) window.reset();  // Qwen: no window unless enabled
   if (t.family == ArchFamily::kLlama && window) {
@@ -183,6 +189,10 @@ Status read_layers(const JsonObject& obj, const FamilyTraits& t, ModelConfig& cf
     }
   } else if (t.gemma) {
     if (period && *period == 0) return invalid(obj.field(period_key) + ": must be > 0");
+    if (!period) {
+      cfg.warnings.push_back(obj.where() + ": neither layer_types nor sliding_window_pattern; using the "
+                             "transformers default period " + std::to_string(kGemmaDefaultSlidingPattern));
+    }
     types = layers_from_period(n, period.value_or(kGemmaDefaultSlidingPattern));
   } else if (t.qwen_sliding && window) {
     RDRR_ASSIGN_OR_RETURN(std::optional<uint64_t> first, obj.opt_uint("max_window_layers"));

@@ -12,8 +12,12 @@
 //               Qwen2ForCausalLM/qwen2, Qwen3ForCausalLM/qwen3, Gemma3ForCausalLM/gemma3_text (and the text
 //               part of Gemma3ForConditionalGeneration/gemma3), Phi3ForCausalLM/phi3.
 //   required    hidden_size, intermediate_size, num_hidden_layers; num_attention_heads, vocab_size,
-//               max_position_embeddings too, except in Gemma 3 where Gemma3TextConfig's defaults apply
-//               (8 heads, 262208 tokens, 131072 positions) with a warning.
+//               max_position_embeddings too, except in Gemma 3, whose text configs rely on Gemma3TextConfig's
+//               defaults (8 heads, 4 kv heads, head_dim 256, 262208 tokens, 131072 positions,
+//               query_pre_attn_scalar 256, sliding_window 4096 when the key is absent, local theta 10000,
+//               bos 2 / eos 1): applied with a warning each. Other fields take the config class's default
+//               (num_key_value_heads = heads, head_dim = hidden / heads, rms_norm_eps, rope_theta,
+//               tie_word_embeddings: Gemma 3 true, others false), warned where it matters.
 //   RoPE        transformers-5 `rope_parameters` (flat, or per layer type {full_attention, sliding_attention})
 //               and transformers-4 `rope_theta` + `rope_scaling` (+ Gemma 3's `rope_local_base_freq`).
 //               Types: default, linear, llama3, yarn (yarn as transformers 5: the explicit factor, attention
@@ -22,7 +26,10 @@
 //               (default 6), Qwen2/3 slide layers >= max_window_layers when use_sliding_window, Mistral and
 //               Phi-3 slide every layer when sliding_window is set. Without an effective window every layer
 //               is full attention.
-//   tokenizer   ids from config.json and generation_config.json (eos: union in that order); addBos/addEos
+//   unsupported attention_bias true outside Qwen2 (it also biases o_proj), mlp_bias, use_bidirectional_attention,
+//               activations other than silu/gelu-tanh, RoPE types dynamic/longrope/..., untruncated YaRN.
+//   tokenizer   ids from config.json, text_config and generation_config.json (bos/pad: the last of those
+//               that sets them; eos: the union in that order, deduplicated); addBos/addEos
 //               from tokenizer_config.json, else tokenizer.json's TemplateProcessing post-processor, else
 //               the family's default (Qwen: no BOS; others: BOS when a bos id exists).
 //
@@ -39,6 +46,13 @@
 //   already hold 1 + w (norm_weights_include_offset, weight offset recorded as 0).
 //   Gemma 3 attention scale as llama.cpp: head_dim (62-layer 27B: hidden / heads). Embedding scale:
 //   sqrt(hidden) rounded to f32 (what llama.cpp and an F32 HF checkpoint use).
+//   From tensors: tied = no output.weight; attentionBias = blk.0.attn_q.bias or attn_qkv.bias exists
+//   (attn_output.bias: kUnsupported); rope_freqs / rope_factors_* (llama3, longrope): kUnsupported.
+//   Sliding window: Gemma 3 per the pattern, Phi-3 every layer (as HF), ignored (warned) for llama/qwen.
+//   RoPE scaling: rope.scaling.type none/linear/yarn (+ rope.scale_linear), yarn with
+//   original_context_length and optional yarn_beta_fast/slow; a non-default attn_factor is kUnsupported.
+//   Tokenizer: eos list = eos_token_id, eot_token_id, eom_token_id (those present); addBos defaults to
+//   true for tokenizer.ggml.model "llama" (SentencePiece), addEos to false.
 #pragma once
 
 #include <cstdint>

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <new>
@@ -128,6 +129,7 @@ class Pipeline {
   Status transform_rows(Token& t, const TensorJob& job, bool sample);
   Status transform_column(Token& t, const TensorJob& job, bool sample);
   Status check_values(Token& t, const TensorJob& job, int64_t row0, std::span<float> x, bool zero_out);
+  Status encode(Token& t, const TensorJob& job, int64_t row0, std::span<float> x, const quant::QuantizeRowsParams& q);
   Status write(Token& t);
   void recycle(Token* t);
 
@@ -165,6 +167,10 @@ Token* Pipeline::next_chunk(tbb::flow_control& fc) {
   Token* t = nullptr;
   {
     std::lock_guard<std::mutex> lock(free_mu_);
+    if (free_.empty()) {  // never expected (one Token per pipeline token), but stay safe
+      tokens_.push_back(std::make_unique<Token>());
+      free_.push_back(tokens_.back().get());
+    }
     t = free_.back();
     free_.pop_back();
   }
@@ -196,7 +202,7 @@ Status Pipeline::check_values(Token& t, const TensorJob& job, int64_t row0, std:
     const int64_t row = row0 + i / k;
     std::string input;
     for (const SourcePart& p : job.source->parts) {
-      if (row >= p.row_begin && row < p.row_begin + p.stored.rows) {
+      if (row >= p.row_begin && row < p.row_begin + p.stored.rows && p.stored.name != job.plan.name) {
         input = " (input tensor " + p.stored.name + ")";
       }
     }
@@ -210,6 +216,16 @@ Status Pipeline::check_values(Token& t, const TensorJob& job, int64_t row0, std:
     if (zero_out) x[i] = 0.0f;
   }
   return Status::Ok();
+}
+
+// The block encoders check every value for NaN/Inf themselves (so without --allow-nonfinite no separate pass
+// is needed); on such an error the rows are scanned again for the message naming tensor, input and index.
+Status Pipeline::encode(Token& t, const TensorJob& job, int64_t row0, std::span<float> x,
+                        const quant::QuantizeRowsParams& q) {
+  const Status s = quant::quantize_rows(q);
+  if (s.ok()) return s;
+  if (s.code() == StatusCode::kNonFinite) RDRR_RETURN_IF_ERROR(check_values(t, job, row0, x, false));
+  return s.context("tensor " + job.plan.name);
 }
 
 Status Pipeline::transform_plain(Token& t, const TensorJob& job, bool sample) {
@@ -272,7 +288,7 @@ Status Pipeline::transform_rows(Token& t, const TensorJob& job, bool sample) {
     } else {
       RDRR_RETURN_IF_ERROR(read_rows(src, a, b, xs, t.scratch));
     }
-    RDRR_RETURN_IF_ERROR(check_values(t, job, a, xs, !raw));
+    if (raw || options_.allow_nonfinite) RDRR_RETURN_IF_ERROR(check_values(t, job, a, xs, !raw));
     std::span<uint8_t> seg = out;
     if (any_raw) seg = out.subspan(static_cast<size_t>(a - t.r0) * row_bytes, static_cast<size_t>(b - a) * row_bytes);
     if (raw) {
@@ -289,7 +305,7 @@ Status Pipeline::transform_rows(Token& t, const TensorJob& job, bool sample) {
     q.row_begin = 0;
     q.rows = xs;
     q.dst = seg;
-    RDRR_RETURN_IF_ERROR(quant::quantize_rows(q).context("tensor " + job.plan.name));
+    RDRR_RETURN_IF_ERROR(encode(t, job, a, xs, q));
     if (sample) {
       const std::span<float> d = sized(t.dec, xs.size());
       RDRR_RETURN_IF_ERROR(quant::dequantize_matrix({dtype, layout, seg, b - a, k, d}));
@@ -307,7 +323,7 @@ Status Pipeline::transform_column(Token& t, const TensorJob& job, bool sample) {
   const int64_t n = t.r1 - t.r0;
   const std::span<float> x = sized(t.f32, static_cast<size_t>(n * k));
   RDRR_RETURN_IF_ERROR(read_rows(src, t.r0, t.r1, x, t.scratch));
-  RDRR_RETURN_IF_ERROR(check_values(t, job, t.r0, x, true));
+  if (options_.allow_nonfinite) RDRR_RETURN_IF_ERROR(check_values(t, job, t.r0, x, true));
   const std::span<uint8_t> whole(col_[t.job].data.get(), job.plan.size_bytes);
   quant::QuantizeRowsParams q;
   q.dtype = dtype;
@@ -317,7 +333,7 @@ Status Pipeline::transform_column(Token& t, const TensorJob& job, bool sample) {
   q.row_begin = t.r0;
   q.rows = x;
   q.dst = whole;
-  RDRR_RETURN_IF_ERROR(quant::quantize_rows(q).context("tensor " + job.plan.name));
+  RDRR_RETURN_IF_ERROR(encode(t, job, t.r0, x, q));
   if (sample) {  // gather this chunk's block column(s) of every input into a standalone column_wise matrix
     const int64_t be = quant::block_elems(dtype);
     const auto bb = static_cast<size_t>(quant::block_bytes(dtype));
@@ -422,6 +438,8 @@ Result<std::vector<TensorStats>> Pipeline::run() {
             }));
   } catch (const std::bad_alloc&) {
     return error(StatusCode::kInternal, "out of memory while converting");
+  } catch (const std::exception& e) {
+    return error(StatusCode::kInternal, std::string("conversion pipeline: ") + e.what());
   }
   if (!failed_.ok()) return failed_;
   return std::move(stats_);

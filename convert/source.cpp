@@ -220,6 +220,10 @@ Result<SourceModel> SourceModel::open(const fs::path& src, const SourceOptions& 
   if (fs::is_directory(st)) {
     RDRR_RETURN_IF_ERROR(m.load_safetensors(src, options));
   } else if (fs::is_regular_file(st)) {
+    if (src.extension() == ".safetensors" || src.filename() == "config.json") {
+      return error(StatusCode::kInvalidArgument,
+                   src.string() + ": pass the Hugging Face model folder (config.json, tokenizer, weights), not one file");
+    }
     RDRR_RETURN_IF_ERROR(m.load_gguf(src, options));
   } else {
     return error(StatusCode::kInvalidArgument, src.string() + ": not a folder or a regular file");
@@ -360,7 +364,9 @@ Status SourceModel::finish(const SourceOptions& options) {
     }
     size_t w = 0;
     for (size_t i = 0; i < tensors_.size(); ++i) {
-      if (!drop[i]) tensors_[w++] = std::move(tensors_[i]);
+      if (drop[i]) continue;
+      if (w != i) tensors_[w] = std::move(tensors_[i]);
+      ++w;
     }
     tensors_.resize(w);
   }

@@ -1,7 +1,9 @@
 // GEMV differential tests: GPU y = W x with W packed (F32, F16, Q8_0, Q6_K, Q4_K in every layout the kernels
 // accept) against y = W_dequantized x in double on the CPU. Shapes are off the tile sizes, K is odd or not a
 // block multiple (padding inside blocks), outputs are NaN-poisoned first, and a few elements past N must
-// stay poisoned (no stray writes).
+// stay poisoned (no stray writes). Q4_K runs the vectorized kernels (gemv_q4k.comp) when its blocks are
+// 16-byte aligned (w offset 64 below; 68 forces the generic gemv.comp path) and, for column_wise, when a
+// split-K scratch is given (NaN-poisoned too, so a missing partial shows).
 #include <cmath>
 #include <cstring>
 
@@ -29,7 +31,10 @@ struct GemvCase {
   uint32_t n;
   uint32_t k;
   GemvTuning tuning;
+  uint64_t scratch_bytes = 0;  // split-K scratch (column_wise); kAutoScratch = gemv_scratch_bytes
+  uint32_t w_offset = 64;      // byte offset of the tensor in its buffer
 };
+constexpr uint64_t kAutoScratch = ~uint64_t{0};
 
 std::string case_text(const GemvCase& c) {
   std::string s = std::string(quant::dtype_name(c.dtype)) + "_" + std::string(quant::layout_name(c.layout)) + "_N" +
@@ -37,6 +42,11 @@ std::string case_text(const GemvCase& c) {
   if (c.tuning.local_size_x) s += "_wg" + std::to_string(c.tuning.local_size_x);
   if (c.tuning.num_rows) s += "_rows" + std::to_string(c.tuning.num_rows);
   if (c.tuning.k_split) s += "_ks" + std::to_string(c.tuning.k_split);
+  if (c.tuning.k_chunk) s += "_kc" + std::to_string(c.tuning.k_chunk);
+  if (c.tuning.prefetch) s += "_prefetch";
+  if (c.scratch_bytes == kAutoScratch) s += "_scratch";
+  if (c.scratch_bytes != 0 && c.scratch_bytes != kAutoScratch) s += "_scratch" + std::to_string(c.scratch_bytes);
+  if (c.w_offset != 64) s += "_off" + std::to_string(c.w_offset);
   return s;
 }
 std::string case_name(const ::testing::TestParamInfo<GemvCase>& info) { return case_text(info.param); }
@@ -53,8 +63,8 @@ GemvOutcome run_gemv_case(runtime::Device& dev, runtime::Recorder& rec, const Ge
   const testing::PackedWeight w = testing::random_weight(rng, c.dtype, c.layout, c.n, c.k);
   const std::vector<float> x = runtime::testing::random_f32(rng, c.k);
   constexpr uint32_t kGuard = 7;  // elements past N that must stay poisoned
-  std::vector<std::byte> wbytes(64 + w.bytes.size(), std::byte{0x33});  // tensor at a non-zero offset
-  std::memcpy(wbytes.data() + 64, w.bytes.data(), w.bytes.size());
+  std::vector<std::byte> wbytes(c.w_offset + w.bytes.size(), std::byte{0x33});  // tensor at a non-zero offset
+  std::memcpy(wbytes.data() + c.w_offset, w.bytes.data(), w.bytes.size());
   auto wb = dev.allocate(wbytes.size(), "w");
   // x is bound with a tail of large values past K: a kernel reading beyond its row picks them up.
   std::vector<float> x_guarded = x;
@@ -66,7 +76,7 @@ GemvOutcome run_gemv_case(runtime::Device& dev, runtime::Recorder& rec, const Ge
   EXPECT_TRUE(dev.upload(xb->range(), std::as_bytes(std::span(x_guarded))).ok());
   EXPECT_TRUE(dev.fill(yb->range(), runtime::testing::kPoisonBits).ok());
   runtime::GemvArgs args;
-  args.w = wb->range().sub(64, w.bytes.size());
+  args.w = wb->range().sub(c.w_offset, w.bytes.size());
   args.dtype = c.dtype;
   args.layout = c.layout;
   args.n_rows = c.n;
@@ -74,6 +84,12 @@ GemvOutcome run_gemv_case(runtime::Device& dev, runtime::Recorder& rec, const Ge
   args.x = xb->range();
   args.y = yb->range().sub(0, c.n * 4);
   args.tuning = c.tuning;
+  const uint64_t scratch_bytes = c.scratch_bytes == kAutoScratch
+                                     ? runtime::gemv_scratch_bytes(c.dtype, c.layout, c.n, c.k)
+                                     : c.scratch_bytes;
+  Result<runtime::Buffer> sb = dev.allocate(std::max<uint64_t>(scratch_bytes, 4), "scratch");
+  EXPECT_TRUE(sb.ok() && dev.fill(sb->range(), runtime::testing::kPoisonBits).ok());
+  if (scratch_bytes != 0) args.scratch = sb->range().sub(0, scratch_bytes);
   const Status s = runtime::record_gemv(rec, args);
   EXPECT_TRUE(s.ok()) << s.to_string();
   auto r = rec.submit_and_wait();
@@ -99,9 +115,9 @@ class GemvTest : public VulkanTest, public ::testing::WithParamInterface<GemvCas
 TEST_P(GemvTest, MatchesDoubleReference) {
   const GemvCase& c = GetParam();
   const GemvOutcome o = run_gemv_case(dev(), rec(), c, 1000 + c.n * 7 + c.k);
-  std::printf("  NMSE %.3e\n", o.nmse);
+  std::printf("  NMSE %.3e over %u dispatches\n", o.nmse, o.dispatches);
   EXPECT_LT(o.nmse, kGemvNmse);
-  EXPECT_EQ(o.dispatches, 1u);
+  EXPECT_EQ(o.dispatches, 1u);  // the column split path merges in the same dispatch
 }
 
 const GemvCase kCases[] = {
@@ -125,6 +141,26 @@ const GemvCase kCases[] = {
     {DType::kQ4_K, Layout::kColumnWise, 256, 64, {32, 0, 1}},
     {DType::kQ4_K, Layout::kColumnWise, 1, 5, {}},
     {DType::kQ4_K, Layout::kColumnWise, 513, 20, {64, 0, 3}},
+    // Vectorized rows path: several blocks per row, padding in the last block, NUM_ROWS not dividing N,
+    // flat with K % 256 == 0, and an unaligned tensor (generic fallback).
+    {DType::kQ4_K, Layout::kRowWise, 37, 1000, {}},
+    {DType::kQ4_K, Layout::kRowWise, 45, 2304, {128, 8, 0}},
+    {DType::kQ4_K, Layout::kRowWise, 13, 777, {32, 2, 0}},
+    {DType::kQ4_K, Layout::kRowWise, 29, 1800, {32, 4, 0, 0, 0, 1}},
+    {DType::kQ4_K, Layout::kFlat, 19, 768, {}},
+    {DType::kQ4_K, Layout::kRowWise, 21, 512, {}, 0, 68},
+    // Column split path: one split (writes y directly), many splits merged, N not a multiple of 256,
+    // k_chunk not a multiple of the slices, tuned shapes, a scratch that forces longer splits, one too small
+    // for any split (generic fallback) and an unaligned tensor (generic fallback).
+    {DType::kQ4_K, Layout::kColumnWise, 300, 37, {}, kAutoScratch},
+    {DType::kQ4_K, Layout::kColumnWise, 513, 777, {}, kAutoScratch},
+    {DType::kQ4_K, Layout::kColumnWise, 1000, 300, {64, 0, 4, 0}, kAutoScratch},
+    {DType::kQ4_K, Layout::kColumnWise, 256, 1000, {8, 0, 8, 48}, kAutoScratch},
+    {DType::kQ4_K, Layout::kColumnWise, 700, 501, {16, 0, 16, 0}, kAutoScratch},
+    {DType::kQ4_K, Layout::kColumnWise, 1, 300, {}, kAutoScratch},
+    {DType::kQ4_K, Layout::kColumnWise, 300, 1000, {}, 2 * 300 * 4},
+    {DType::kQ4_K, Layout::kColumnWise, 300, 100, {}, 100},
+    {DType::kQ4_K, Layout::kColumnWise, 300, 400, {}, kAutoScratch, 68},
 };
 INSTANTIATE_TEST_SUITE_P(Shapes, GemvTest, ::testing::ValuesIn(kCases), case_name);
 
@@ -156,8 +192,64 @@ const GemvCase kSplitCases[] = {
     {DType::kQ4_K, Layout::kRowWise, 61, 512, {}},
     {DType::kQ4_K, Layout::kFlat, 150, 300, {}},
     {DType::kQ4_K, Layout::kColumnWise, 300, 150, {}},
+    {DType::kQ4_K, Layout::kColumnWise, 300, 150, {}, kAutoScratch},
+    {DType::kQ4_K, Layout::kColumnWise, 900, 100, {16, 0, 4, 8}, 20 * 900 * 4},
+    {DType::kQ4_K, Layout::kRowWise, 40, 1024, {64, 4, 0}},
 };
 INSTANTIATE_TEST_SUITE_P(Shapes, GemvSplitTest, ::testing::ValuesIn(kSplitCases), case_name);
+
+// Several column_wise split-K calls sharing one scratch (tickets left by earlier calls, in the same command
+// buffer and in a later submission) each match their own reference; a zero-filled scratch works too.
+class GemvScratchReuse : public VulkanTest {};
+
+TEST_F(GemvScratchReuse, CallsSharingScratchStayCorrect) {
+  constexpr uint32_t kN = 700, kK = 900, kCalls = 3;
+  std::mt19937 rng(77);
+  const uint64_t scratch_bytes = runtime::gemv_scratch_bytes(DType::kQ4_K, Layout::kColumnWise, kN, kK);
+  auto sb = alloc(scratch_bytes);
+  for (uint32_t fill : {0u, runtime::testing::kPoisonBits}) {
+    ASSERT_TRUE(dev().fill(sb.range(), fill).ok());
+    for (int submit = 0; submit < 2; ++submit) {
+      std::vector<testing::PackedWeight> ws;
+      std::vector<std::vector<float>> xs;
+      std::vector<runtime::Buffer> bufs;
+      for (uint32_t c = 0; c < kCalls; ++c) {
+        ws.push_back(testing::random_weight(rng, DType::kQ4_K, Layout::kColumnWise, kN, kK));
+        xs.push_back(runtime::testing::random_f32(rng, kK));
+        auto wb = alloc(ws[c].bytes.size());
+        auto xb = alloc(kK * 4);
+        auto yb = alloc(kN * 4);
+        ASSERT_TRUE(dev().upload(wb.range(), ws[c].bytes).ok());
+        ASSERT_TRUE(dev().upload(xb.range(), std::as_bytes(std::span(xs[c]))).ok());
+        ASSERT_TRUE(dev().fill(yb.range(), runtime::testing::kPoisonBits).ok());
+        runtime::GemvArgs a;
+        a.w = wb.range();
+        a.dtype = DType::kQ4_K;
+        a.layout = Layout::kColumnWise;
+        a.n_rows = kN;
+        a.k = kK;
+        a.x = xb.range();
+        a.y = yb.range();
+        a.scratch = sb.range();
+        const Status s = runtime::record_gemv(rec(), a, "reuse");
+        ASSERT_TRUE(s.ok()) << s.to_string();
+        bufs.push_back(std::move(wb));
+        bufs.push_back(std::move(xb));
+        bufs.push_back(std::move(yb));
+      }
+      auto r = rec().submit_and_wait();
+      ASSERT_TRUE(r.ok()) << r.status().to_string();
+      EXPECT_EQ(r->dispatches, kCalls);
+      for (uint32_t c = 0; c < kCalls; ++c) {
+        std::vector<float> y(kN);
+        ASSERT_TRUE(dev().download(bufs[3 * c + 2].range(), std::as_writable_bytes(std::span(y))).ok());
+        EXPECT_EQ(runtime::testing::count_non_finite(y), 0u);
+        const double e = runtime::testing::nmse(y, testing::reference_gemv(ws[c], xs[c], kN, kK));
+        EXPECT_LT(e, kGemvNmse) << "fill " << fill << " submit " << submit << " call " << c;
+      }
+    }
+  }
+}
 
 class GemvErrors : public VulkanTest {};
 
@@ -190,8 +282,16 @@ TEST_F(GemvErrors, NamesTheBadField) {
   EXPECT_EQ(s.code(), StatusCode::kValidation);
   EXPECT_NE(s.message().find("w offset"), std::string::npos) << s.message();
   a.w = w.range();
-  a.dtype = DType::kQ6_K;
+  a.dtype = DType::kQ4_K;
   a.layout = Layout::kColumnWise;
+  a.n_rows = 4;
+  a.k = 20;
+  a.scratch = y.range().sub(512, 512);
+  s = runtime::record_gemv(rec(), a, "q");
+  EXPECT_EQ(s.code(), StatusCode::kValidation);
+  EXPECT_NE(s.message().find("scratch overlaps w, x or y"), std::string::npos) << s.message();
+  a.scratch = {};
+  a.dtype = DType::kQ6_K;
   s = runtime::record_gemv(rec(), a, "q");
   EXPECT_EQ(s.code(), StatusCode::kUnsupported);
   EXPECT_NE(s.message().find("no gemv kernel for this dtype and layout"), std::string::npos) << s.message();

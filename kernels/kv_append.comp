@@ -3,7 +3,8 @@
 //   k_src, v_src: f32 [n_tokens, n_kv_heads, head_dim] (K after RoPE / K-norm, V as projected)
 //   k_cache, v_cache: one layer's K or V, [n_kv_heads][capacity][head_dim] (runtime/kv_cache.h)
 //     F32 (KV_F32): f32 elements.  F16 (KV_F16): uint32 words, each holding dims (2w, 2w + 1) as halves
-//     (packHalf2x16: round to nearest on every device tested; see kernels/attention_vk_test.cpp).
+//     (packHalf2x16: round to nearest even, subnormals kept, on lavapipe and NVIDIA H200; checked bit for
+//     bit by KvAppendTest in kernels/attention_vk_test.cpp).
 // One invocation per element pair (head_dim is even).
 // Defines: one of KV_F32, KV_F16.
 // Bindings: 0 k_src, 1 v_src, 2 k_cache, 3 v_cache.

@@ -20,6 +20,9 @@ constexpr BindingInfo kDequantBindings[] = {{0, "src", Access::kRead}, {1, "dst"
 constexpr BindingInfo kGemvBindings[] = {{0, "w", Access::kRead}, {1, "x", Access::kRead}, {2, "y", Access::kWrite}};
 constexpr BindingInfo kGemvColBindings[] = {
     {0, "w", Access::kRead}, {1, "x", Access::kRead}, {2, "y", Access::kReadWrite}};
+constexpr BindingInfo kGemvSplitBindings[] = {
+    {0, "w", Access::kRead}, {1, "x", Access::kRead}, {2, "scratch", Access::kReadWrite}, {3, "y", Access::kWrite}};
+constexpr BindingInfo kGemvReduceBindings[] = {{0, "partials", Access::kRead}, {1, "y", Access::kWrite}};
 constexpr BindingInfo kNormBindings[] = {{0, "x", Access::kRead}, {1, "w", Access::kRead}, {2, "y", Access::kWrite}};
 constexpr BindingInfo kAddBindings[] = {{0, "a", Access::kRead}, {1, "b", Access::kRead}, {2, "out", Access::kWrite}};
 constexpr BindingInfo kGluBindings[] = {
@@ -54,10 +57,25 @@ constexpr SpecInfo kGemvSpec[] = {{0, "local_size_x", 64, SpecRole::kLocalSizeX}
                                   {1, "NUM_ROWS", 1, SpecRole::kTuning}};
 constexpr SpecInfo kGemvColSpec[] = {{0, "local_size_x", 32, SpecRole::kLocalSizeX},
                                      {1, "local_size_y", 8, SpecRole::kLocalSizeY}};
+// Vectorized Q4_K (gemv_q4k.comp): rows path reuses each x load for NUM_ROWS rows; the column split path
+// has local_size_x items (32 outputs each) x local_size_y input slices per workgroup.
+constexpr SpecInfo kGemvVecSpec[] = {{0, "local_size_x", 64, SpecRole::kLocalSizeX},
+                                     {1, "NUM_ROWS", 4, SpecRole::kTuning},
+                                     {2, "DIAG", 0, SpecRole::kTuning},
+                                     {3, "PREFETCH", 0, SpecRole::kTuning}};
+constexpr SpecInfo kGemvSplitSpec[] = {{0, "local_size_x", 8, SpecRole::kLocalSizeX},
+                                       {1, "local_size_y", 32, SpecRole::kLocalSizeY}};
+// gemm.comp tiles: TM = local_size_y * RM rows, TN = local_size_x * RN outputs, TK inputs per shared tile.
+constexpr SpecInfo kGemmSpec[] = {{0, "local_size_x", 16, SpecRole::kLocalSizeX},
+                                  {1, "local_size_y", 8, SpecRole::kLocalSizeY},
+                                  {2, "RM", 2, SpecRole::kTuning},
+                                  {3, "RN", 4, SpecRole::kTuning},
+                                  {4, "TK", 32, SpecRole::kTuning}};
 constexpr SpecInfo kGluSpec[] = {{0, "local_size_x", 256, SpecRole::kLocalSizeX}, {1, "ACT", 0, SpecRole::kTuning}};
 
 constexpr std::string_view kElemGrid = "ceil(n / local_size_x) workgroups, folded into x and y";
 constexpr std::string_view kGemvGrid = "ceil(n_rows / NUM_ROWS) workgroups, folded into x and y";
+constexpr std::string_view kGemmGrid = "ceil(M / TM) * ceil(n_rows / TN) workgroups, folded into x and y";
 constexpr std::string_view kRowGrid = "one workgroup per row, folded into x and y";
 constexpr std::string_view kRopeGrid = "ceil(n_tokens * n_heads * head_dim / 2 / local_size_x) workgroups, folded into x and y";
 constexpr std::string_view kEmbedGrid = "ceil(n_tokens * dim / local_size_x) workgroups, folded into x and y";
@@ -77,6 +95,21 @@ constexpr KernelInfo kKernels[] = {
     {"gemv_q4_k", "gemv.comp", "main", "W_Q4_K", Op::kGemv, kQ4_K, kRowLayouts, kGemvBindings, kGemvSpec, 32, kGemvGrid},
     {"gemv_q4_k_col", "gemv.comp", "main", "W_Q4_K COLUMN_WISE", Op::kGemv, kQ4_K, kColumnWise, kGemvColBindings,
      kGemvColSpec, 32, "ceil(N / local_size_x) workgroups of local_size_x outputs x local_size_y input slices, folded"},
+    // Picked by record_gemv (runtime/ops_gemv.cpp) when blocks are 16-byte aligned (and, for column_wise, a
+    // split-K scratch is given); find_kernel returns the generic entries above.
+    {"gemv_q4_k_vec", "gemv_q4k.comp", "main", "ROWS", Op::kGemv, kQ4_K, kRowLayouts, kGemvBindings, kGemvVecSpec, 32,
+     kGemvGrid},
+    {"gemv_q4_k_col_split", "gemv_q4k.comp", "main", "COLUMN_SPLIT", Op::kGemv, kQ4_K, kColumnWise, kGemvSplitBindings,
+     kGemvSplitSpec, 64, "n_item_groups * ceil(k / k_chunk) workgroups, folded into x and y"},
+    {"gemv_reduce", "gemv_reduce.comp", "main", "", Op::kGemvReduce, kF32, {}, kGemvReduceBindings, kSpec256, 16,
+     kElemGrid},
+    {"gemm_f32", "gemm.comp", "main", "W_F32", Op::kGemm, kF32, kRowLayouts, kGemvBindings, kGemmSpec, 64, kGemmGrid},
+    {"gemm_f16", "gemm.comp", "main", "W_F16", Op::kGemm, kF16, kRowLayouts, kGemvBindings, kGemmSpec, 64, kGemmGrid},
+    {"gemm_q8_0", "gemm.comp", "main", "W_Q8_0", Op::kGemm, kQ8_0, kRowLayouts, kGemvBindings, kGemmSpec, 64, kGemmGrid},
+    {"gemm_q6_k", "gemm.comp", "main", "W_Q6_K", Op::kGemm, kQ6_K, kRowLayouts, kGemvBindings, kGemmSpec, 64, kGemmGrid},
+    {"gemm_q4_k", "gemm.comp", "main", "W_Q4_K", Op::kGemm, kQ4_K, kRowLayouts, kGemvBindings, kGemmSpec, 64, kGemmGrid},
+    {"gemm_q4_k_col", "gemm.comp", "main", "W_Q4_K COLUMN_WISE", Op::kGemm, kQ4_K, kColumnWise, kGemvColBindings,
+     kGemmSpec, 64, kGemmGrid},
     {"rms_norm", "rmsnorm.comp", "main", "", Op::kRmsNorm, kF32, {}, kNormBindings, kSpec128, 20, kRowGrid},
     {"add", "add.comp", "main", "", Op::kAdd, kF32, {}, kAddBindings, kSpec256, 8, kElemGrid},
     {"glu", "glu.comp", "main", "", Op::kGatedAct, kF32, {}, kGluBindings, kGluSpec, 8, kElemGrid},
@@ -125,6 +158,8 @@ std::string_view op_name(Op op) {
     case Op::kAttention: return "attention";
     case Op::kAttentionMerge: return "attention_merge";
     case Op::kSample: return "sample";
+    case Op::kGemvReduce: return "gemv_reduce";
+    case Op::kGemm: return "gemm";
   }
   return "?";
 }

@@ -26,9 +26,11 @@ enum class Op : uint8_t {
   kAttention,
   kAttentionMerge,
   kSample,
+  kGemvReduce,  // split-K merge of the column_wise GEMV partials
+  kGemm,        // prefill matmul Y[M, N] = X[M, K] W^T (gemm.comp)
 };
 // "dequant", "gemv", "rms_norm", "add", "gated_act", "rope", "add_rms_norm", "softcap", "embed", "kv_append",
-// "attention", "attention_merge", "sample"
+// "attention", "attention_merge", "sample", "gemv_reduce", "gemm"
 std::string_view op_name(Op op);
 
 enum class Access : uint8_t { kRead, kWrite, kReadWrite };

@@ -94,10 +94,35 @@ TEST(Registry, GemvLookupByDtypeAndLayout) {
   EXPECT_EQ(find_kernel(Op::kGemv, DType::kQ4_K, Layout::kRowWise)->name, "gemv_q4_k");
   EXPECT_EQ(find_kernel(Op::kGemv, DType::kQ4_K, Layout::kFlat)->name, "gemv_q4_k");
   EXPECT_EQ(find_kernel(Op::kGemv, DType::kQ4_K, Layout::kColumnWise)->name, "gemv_q4_k_col");
+  // The vectorized Q4_K kernels are picked by record_gemv by name, never by dtype / layout lookup.
+  ASSERT_NE(find_kernel("gemv_q4_k_vec"), nullptr);
+  ASSERT_NE(find_kernel("gemv_q4_k_col_split"), nullptr);
+  EXPECT_EQ(find_kernel("gemv_reduce")->op, Op::kGemvReduce);
+  EXPECT_EQ(op_name(Op::kGemvReduce), "gemv_reduce");
+  EXPECT_EQ(op_name(Op::kGemm), "gemm");
+  EXPECT_EQ(find_kernel(Op::kGemm, DType::kQ4_K, Layout::kColumnWise)->name, "gemm_q4_k_col");
+  EXPECT_EQ(find_kernel(Op::kGemm, DType::kQ6_K, Layout::kFlat)->name, "gemm_q6_k");
+  EXPECT_EQ(find_kernel(Op::kGemm, DType::kQ8_0, Layout::kColumnWise), nullptr);
   EXPECT_EQ(find_kernel(Op::kGemv, DType::kQ6_K, Layout::kRowWise)->name, "gemv_q6_k");
   EXPECT_EQ(find_kernel(Op::kGemv, DType::kQ6_K, Layout::kColumnWise), nullptr);
   EXPECT_EQ(find_kernel(Op::kGemv, DType::kBF16, Layout::kRowWise), nullptr);
   EXPECT_EQ(find_kernel("no_such_kernel"), nullptr);
+}
+
+TEST(Registry, EmbedAndCacheLookups) {
+  using quant::DType;
+  using quant::Layout;
+  EXPECT_EQ(find_kernel(Op::kEmbed, DType::kF16, Layout::kRowWise)->name, "embed_f16");
+  EXPECT_EQ(find_kernel(Op::kEmbed, DType::kQ6_K, Layout::kRowWise)->name, "embed_q6_k");
+  EXPECT_EQ(find_kernel(Op::kEmbed, DType::kQ4_K, Layout::kFlat)->name, "embed_q4_k");
+  EXPECT_EQ(find_kernel(Op::kEmbed, DType::kQ4_K, Layout::kColumnWise)->name, "embed_q4_k_col");
+  EXPECT_EQ(find_kernel(Op::kEmbed, DType::kQ8_0, Layout::kColumnWise), nullptr);
+  EXPECT_EQ(find_kernel(Op::kEmbed, DType::kBF16, Layout::kRowWise), nullptr);
+  EXPECT_EQ(find_kernel(Op::kKvAppend, DType::kF16, Layout::kFlat)->name, "kv_append_f16");
+  EXPECT_EQ(find_kernel(Op::kAttention, DType::kF32, Layout::kFlat)->name, "attention_f32");
+  EXPECT_EQ(find_kernel(Op::kKvAppend, DType::kQ8_0, Layout::kFlat), nullptr);
+  EXPECT_EQ(op_name(Op::kAttentionMerge), "attention_merge");
+  EXPECT_EQ(op_name(Op::kSample), "sample");
 }
 
 }  // namespace

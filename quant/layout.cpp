@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -22,6 +23,7 @@ namespace {
 
 using detail::Codec;
 using detail::codec_for;
+using detail::kTileBytes;
 using detail::kTileElems;
 
 bool mul_overflows(int64_t a, int64_t b, int64_t* out) { return __builtin_mul_overflow(a, b, out); }
@@ -74,9 +76,7 @@ Result<std::vector<float>> column_weights(std::span<const float> importance, int
 class FirstBad {
  public:
   void check(const float* x, int64_t n, int64_t base) {
-    bool bad = false;
-    for (int64_t i = 0; i < n; ++i) bad |= !(std::fabs(x[i]) <= std::numeric_limits<float>::max());
-    if (!bad) return;
+    if (detail::all_finite(x, n)) return;
     int64_t i = 0;
     while (std::fabs(x[i]) <= std::numeric_limits<float>::max()) ++i;
     int64_t cur = first_.load();
@@ -117,6 +117,21 @@ void encode_contiguous(const Chunk& c, bool flat, FirstBad& bad) {
         for (int64_t t = tr.begin(); t != tr.end(); ++t) {
           const int64_t gb = g0 + t * tile;
           const int64_t ge = std::min(g1, gb + tile);
+          // Whole blocks that are contiguous in the source (flat, or row_wise with K % B == 0): encoded in place.
+          if ((flat || K % B == 0) && ge * B <= total_elems) {
+            const float* s = c.rows + (gb * B - c.row_begin * K);
+            const int64_t n_vals = (ge - gb) * B;
+            bad.check(s, n_vals, gb * B - c.row_begin * K);
+            if (c.col_weight != nullptr) {
+              int64_t col = (gb * B) % K;
+              for (int64_t i = 0; i < n_vals; ++i) {
+                w[i] = c.col_weight[col];
+                col = col + 1 == K ? 0 : col + 1;
+              }
+            }
+            c.codec->encode(s, c.col_weight != nullptr ? w : nullptr, ge - gb, c.dst + gb * c.codec->block_bytes);
+            continue;
+          }
           for (int64_t g = gb; g < ge; ++g) {
             float* xb = x + (g - gb) * B;
             float* wb = w + (g - gb) * B;
@@ -155,15 +170,15 @@ void encode_columns(const Chunk& c, FirstBad& bad) {
       [&](const tbb::blocked_range<int64_t>& tr) {
         alignas(64) float x[kTileElems];
         alignas(64) float w[kTileElems];
+        alignas(64) uint8_t out[kTileBytes];
         for (int64_t item = tr.begin(); item != tr.end(); ++item) {
           const int64_t b = b0 + item / k_tiles;
           const int64_t k0 = (item % k_tiles) * kt;
           const int64_t nk = std::min(kt, K - k0);
           const int64_t n_real = std::min(B, c.row_end - b * B);  // real output channels of this block column
-          for (int64_t i = 0; i < n_real; ++i) {
-            const float* s = c.rows + (b * B + i - c.row_begin) * K + k0;
-            bad.check(s, nk, (b * B + i - c.row_begin) * K + k0);
-            for (int64_t kk = 0; kk < nk; ++kk) x[kk * B + i] = s[kk];
+          const int64_t off0 = (b * B - c.row_begin) * K + k0;
+          if (!detail::gather_columns(c.rows + off0, K, n_real, nk, B, x)) {
+            for (int64_t i = 0; i < n_real; ++i) bad.check(c.rows + off0 + i * K, nk, off0 + i * K);
           }
           const bool weighted = c.col_weight != nullptr || n_real < B;
           for (int64_t kk = 0; kk < nk; ++kk) {
@@ -173,9 +188,11 @@ void encode_columns(const Chunk& c, FirstBad& bad) {
               std::fill(w + kk * B, w + kk * B + n_real, wk);
               std::fill(w + kk * B + n_real, w + kk * B + B, 0.0f);
             }
-            c.codec->encode(x + kk * B, weighted ? w + kk * B : nullptr, 1,
-                            c.dst + ((k0 + kk) * bpr + b) * c.codec->block_bytes);
           }
+          // One call for the tile's blocks (into `out`), then each block to its place k*bpr + b.
+          const int64_t bb = c.codec->block_bytes;
+          c.codec->encode(x, weighted ? w : nullptr, nk, out);
+          for (int64_t kk = 0; kk < nk; ++kk) std::memcpy(c.dst + ((k0 + kk) * bpr + b) * bb, out + kk * bb, bb);
         }
       },
       tbb::static_partitioner());

@@ -5,15 +5,22 @@
 #include <tbb/partitioner.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <span>
 
 #include "quant/blocks.h"
+#include "quant/cpu.h"
 #include "quant/q4_k.h"
 #include "quant/q6_k.h"
 #include "quant/q8_0.h"
 
 namespace rdrr::quant::detail {
+
+static_assert(kTileElems / kQK8_0 * int64_t{sizeof(BlockQ8_0)} <= kTileBytes);
+static_assert(kTileElems / kQK_K * int64_t{sizeof(BlockQ6K)} <= kTileBytes);
+static_assert(kTileElems / kQK_K * int64_t{sizeof(BlockQ4K)} <= kTileBytes);
 
 namespace {
 
@@ -74,6 +81,36 @@ const Codec kQ6KCodec{kQK_K, sizeof(BlockQ6K), &encode_weighted<BlockQ6K, kQK_K,
                       &decode_blocks<BlockQ6K, kQK_K, q6k_dequantize>};
 
 }  // namespace
+
+bool all_finite(const float* x, int64_t n) {
+#ifdef RDRR_QUANT_X86
+  if (simd_enabled()) return all_finite_avx2(x, n);
+#endif
+  // Branch-free on the bits (vectorizes): |x| >= inf (0x7f800000) carries into bit 31 when 2^23 is added.
+  uint32_t bad = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, x + i, sizeof bits);
+    bad |= ((bits & 0x7fffffffu) + 0x00800000u) & 0x80000000u;
+  }
+  return bad == 0;
+}
+
+bool gather_columns(const float* src, int64_t src_stride, int64_t n_rows, int64_t n_cols, int64_t dst_stride,
+                    float* dst) {
+#ifdef RDRR_QUANT_X86
+  if (simd_enabled()) return gather_columns_avx2(src, src_stride, n_rows, n_cols, dst_stride, dst);
+#endif
+  bool ok = true;
+  for (int64_t i = 0; i < n_rows; ++i) {
+    for (int64_t k = 0; k < n_cols; ++k) {
+      const float v = src[i * src_stride + k];
+      ok = ok && std::fabs(v) <= std::numeric_limits<float>::max();
+      dst[k * dst_stride + i] = v;
+    }
+  }
+  return ok;
+}
 
 const Codec& codec_for(DType dtype) {
   switch (dtype) {

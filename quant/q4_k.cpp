@@ -3,7 +3,6 @@
 #include <cassert>
 #include <cstddef>
 #include <cstring>
-#include <limits>
 
 #include "quant/cpu.h"
 #include "quant/f16.h"
@@ -15,9 +14,7 @@ using detail::BlockF;
 using detail::kQ4KLanes;
 using detail::kQ4KRows;
 using detail::LaneF;
-using detail::LaneI;
 using detail::Q4KKernels;
-using detail::Q4KOffsets;
 using detail::Q4KWork;
 
 void pack_q4k_scales(const Q4KScales& codes, std::span<uint8_t, 12> packed) {
@@ -78,37 +75,23 @@ const Q4KKernels& kernels() {
   return detail::q4k_kernels_scalar();
 }
 
-// A complete block encoding with its per-sub-block error.
-struct Candidate {
-  uint16_t d_bits = 0;
-  uint16_t dmin_bits = 0;
-  LaneI sc{};
-  LaneI m{};
-  LaneF err{};
-  alignas(32) BlockF q;
-};
-
-double total_error(const LaneF err) {
-  double t = 0;
-  for (int j = 0; j < kQ4KLanes; ++j) t += err[j];
-  return t;
-}
-
-void write_block(const Q4KKernels& k, const Candidate& c, BlockQ4K& out) {
-  out.d = c.d_bits;
-  out.dmin = c.dmin_bits;
+// The 6-bit codes and levels of one block as the kernels produce them, and their packing.
+void write_block(const Q4KKernels& k, uint16_t d_bits, uint16_t dmin_bits, const LaneF sc, const LaneF m,
+                 const BlockF q, BlockQ4K& out) {
+  out.d = d_bits;
+  out.dmin = dmin_bits;
   Q4KScales codes{};
   for (int j = 0; j < kQ4KLanes; ++j) {
-    codes.sc[j] = static_cast<uint8_t>(c.sc[j]);
-    codes.m[j] = static_cast<uint8_t>(c.m[j]);
+    codes.sc[j] = static_cast<uint8_t>(sc[j]);
+    codes.m[j] = static_cast<uint8_t>(m[j]);
   }
   pack_q4k_scales(codes, std::span<uint8_t, 12>(out.scales));
-  k.pack(c.q, out.qs);
+  k.pack(q, out.qs);
 }
 
-// The rest of quantize_row_q4_K_ref for one block, from make_qkx2's fits: 6-bit codes against
+// llama.cpp's quantize_row_q4_K_ref for one block, from make_qkx2's fits: 6-bit codes against
 // d = max_scale/63 and dmin = max_min/63, then requantisation with division.
-void finish_reference(const Q4KKernels& k, const Q4KWork& wk, const detail::Q4KRefFit& fit, Candidate& c) {
+void finish_reference(const Q4KKernels& k, const Q4KWork& wk, const detail::Q4KRefFit& fit, BlockQ4K& out) {
   float max_scale = 0, max_min = 0;
   for (int j = 0; j < kQ4KLanes; ++j) {
     if (fit.scale[j] > max_scale) max_scale = fit.scale[j];
@@ -116,120 +99,67 @@ void finish_reference(const Q4KKernels& k, const Q4KWork& wk, const detail::Q4KR
   }
   const float inv_scale = max_scale > 0 ? 63.f / max_scale : 0.f;
   const float inv_min = max_min > 0 ? 63.f / max_min : 0.f;
+  LaneF sc, m;
   for (int j = 0; j < kQ4KLanes; ++j) {
     const auto ls = static_cast<uint8_t>(nearest_int(inv_scale * fit.scale[j]));
     const auto lm = static_cast<uint8_t>(nearest_int(inv_min * fit.the_min[j]));
-    c.sc[j] = ls < 63 ? ls : 63;
-    c.m[j] = lm < 63 ? lm : 63;
+    sc[j] = ls < 63 ? ls : 63;
+    m[j] = lm < 63 ? lm : 63;
   }
-  c.d_bits = f32_to_f16(max_scale / 63.f);
-  c.dmin_bits = f32_to_f16(max_min / 63.f);
-  const float d = f16_to_f32(c.d_bits), dmin = f16_to_f32(c.dmin_bits);
+  const uint16_t d_bits = f32_to_f16(max_scale / 63.f), dmin_bits = f32_to_f16(max_min / 63.f);
+  const float d = f16_to_f32(d_bits), dmin = f16_to_f32(dmin_bits);
   LaneF D, M;
   for (int j = 0; j < kQ4KLanes; ++j) {
-    D[j] = d * static_cast<float>(c.sc[j]);
-    M[j] = dmin * static_cast<float>(c.m[j]);
-  }
-  k.requant(wk, D, M, /*divide=*/true, c.q, c.err);
-  for (int j = 0; j < kQ4KLanes; ++j) {
-    if (D[j] != 0) continue;  // llama.cpp keeps make_qkx2's levels for a zero sub-scale (they decode to -M)
-    for (int i = 0; i < kQ4KRows; ++i) c.q[i][j] = fit.levels[i][j];
-  }
-}
-
-// Nearest 6-bit code of v (NaN -> 0).
-inline int32_t to_code(float v) {
-  const float r = (v + 12582912.f) - 12582912.f;
-  const float c = r > 0.f ? (r < 63.f ? r : 63.f) : 0.f;
-  return static_cast<int32_t>(c);
-}
-
-// Code offsets (sub-scale, sub-min) tried around the rounded fit, most frequent winners first. The re-fitted
-// scale tends to overshoot once the values are requantised, hence the bias towards -1. Round 1 searches
-// wider; round 2 (only when round 1 improved the block) refines.
-constexpr int8_t kRound1Sc[] = {0, -1, 0, -1, 0, 1, 1, -1, -2};
-constexpr int8_t kRound1M[] = {0, -1, -1, 0, 1, 0, 1, -2, -2};
-constexpr int8_t kRound2Sc[] = {0, -1, 0};
-constexpr int8_t kRound2M[] = {0, -1, -1};
-constexpr Q4KOffsets kRoundGrids[] = {{kRound1Sc, kRound1M, static_cast<int>(sizeof kRound1Sc)},
-                                      {kRound2Sc, kRound2M, static_cast<int>(sizeof kRound2Sc)}};
-constexpr int kMaxRounds = 2;
-
-// Tries block scales (d, dmin) with codes searched around the continuous per-sub-block fit (Dfit, Mfit).
-// With keep_incumbent, `best` uses the same (d, dmin) and a sub-block only changes when it gets better.
-// Replaces `best` and returns true when the block's total error drops.
-bool try_scales(const Q4KKernels& k, const Q4KWork& wk, const Q4KOffsets& grid, uint16_t d_bits, uint16_t dmin_bits,
-                const LaneF Dfit, const LaneF Mfit, bool keep_incumbent, Candidate& best) {
-  const float d = f16_to_f32(d_bits), dmin = f16_to_f32(dmin_bits);
-  LaneI sc0, m0, sc, m;
-  LaneF err;
-  for (int j = 0; j < kQ4KLanes; ++j) {
-    sc0[j] = to_code(Dfit[j] / d);
-    m0[j] = to_code(Mfit[j] / dmin);
-    sc[j] = keep_incumbent ? best.sc[j] : 0;
-    m[j] = keep_incumbent ? best.m[j] : 0;
-    err[j] = keep_incumbent ? best.err[j] : std::numeric_limits<float>::infinity();
-  }
-  k.search_codes(wk, d, dmin, sc0, m0, grid, sc, m, err);
-  if (!(total_error(err) < total_error(best.err))) return false;
-  LaneF D, M, err2;
-  for (int j = 0; j < kQ4KLanes; ++j) {
-    D[j] = d * static_cast<float>(sc[j]);
-    M[j] = dmin * static_cast<float>(m[j]);
+    D[j] = d * sc[j];
+    M[j] = dmin * m[j];
   }
   alignas(32) BlockF q;
-  k.requant(wk, D, M, /*divide=*/false, q, err2);
+  k.requant(wk, D, M, q);
   for (int j = 0; j < kQ4KLanes; ++j) {
-    const bool changed = !keep_incumbent || err[j] < best.err[j];
-    if (!changed) continue;
-    assert(err2[j] == err[j]);
-    for (int i = 0; i < kQ4KRows; ++i) best.q[i][j] = q[i][j];
-    best.sc[j] = sc[j];
-    best.m[j] = m[j];
-    best.err[j] = err[j];
+    if (D[j] != 0) continue;  // llama.cpp keeps make_qkx2's levels for a zero sub-scale (they decode to -M)
+    for (int i = 0; i < kQ4KRows; ++i) q[i][j] = fit.levels[i][j];
   }
-  best.d_bits = d_bits;
-  best.dmin_bits = dmin_bits;
-  return true;
+  write_block(k, d_bits, dmin_bits, sc, m, q, out);
 }
 
-void improve_block(const Q4KKernels& k, const Q4KWork& wk, Candidate& best) {
-  for (int round = 0; round < kMaxRounds; ++round) {
-    LaneF Dfit, Mfit;
-    k.refit(wk, best.q, Dfit, Mfit);
-    const Q4KOffsets& grid = kRoundGrids[round];
-    bool improved = try_scales(k, wk, grid, best.d_bits, best.dmin_bits, Dfit, Mfit, true, best);
-    float max_d = 0, max_m = 0;
-    for (int j = 0; j < kQ4KLanes; ++j) {
-      if (Dfit[j] > max_d) max_d = Dfit[j];
-      if (Mfit[j] > max_m) max_m = Mfit[j];
-    }
-    const uint16_t d_bits = f32_to_f16(max_d / 63.f), dmin_bits = f32_to_f16(max_m / 63.f);
-    if (d_bits != best.d_bits || dmin_bits != best.dmin_bits) {
-      improved = try_scales(k, wk, grid, d_bits, dmin_bits, Dfit, Mfit, false, best) || improved;
-    }
-    if (!improved) break;
-  }
+// The f16 block scale for the largest fitted sub-scale `max_fit` (>= 0): max_fit / 63, saturated to the
+// largest finite f16 (NaN -> 0), rounded up when rounding to nearest would leave max_fit more than half a code
+// above 63 (an f16 subnormal has few bits; the largest sub-block would be clipped).
+uint16_t block_scale_f16(float max_fit) {
+  const float v = max_fit / 63.f;
+  if (!(v > 0)) return 0;
+  uint16_t h = f32_to_f16(v);
+  if (h >= 0x7c00u) return 0x7bffu;
+  if (f16_to_f32(h) * 63.5f < max_fit && h < 0x7bffu) ++h;
+  return h;
 }
 
-// Encodes the blocks in pairs (make_qkx2 runs on two blocks at once); improve = false gives llama.cpp's blocks.
-void quantize_blocks(const float* src, const float* weights, std::span<BlockQ4K> dst, bool improve) {
+// Our encoder: the kernels' continuous fit, block scales d = max D / 63 and dmin = max M / 63 (as llama.cpp
+// derives them from its fits), then the kernels' code search.
+void encode_block(const Q4KKernels& k, const Q4KWork& wk, BlockQ4K& out) {
+  detail::Q4KFit fit;
+  k.fit(wk, fit);
+  float max_d = 0, max_m = 0;
+  for (int j = 0; j < kQ4KLanes; ++j) {
+    if (fit.D[j] > max_d) max_d = fit.D[j];
+    if (fit.M[j] > max_m) max_m = fit.M[j];
+  }
+  const uint16_t d_bits = block_scale_f16(max_d), dmin_bits = block_scale_f16(max_m);
+  detail::Q4KCodes c;
+  k.codes(wk, fit, f16_to_f32(d_bits), f16_to_f32(dmin_bits), c);
+  write_block(k, d_bits, dmin_bits, c.sc, c.m, c.q, out);
+}
+
+// llama.cpp's blocks, encoded in pairs (make_qkx2 runs on two blocks at once).
+void reference_blocks(const float* src, std::span<BlockQ4K> dst) {
   const Q4KKernels& k = kernels();
   Q4KWork wk[2];
   detail::Q4KRefFit fit[2];
-  Candidate c;
   for (size_t b = 0; b < dst.size(); b += 2) {
     const int n = dst.size() - b >= 2 ? 2 : 1;
-    for (int t = 0; t < n; ++t) {
-      const size_t off = (b + static_cast<size_t>(t)) * kQK_K;
-      k.load(src + off, weights == nullptr ? nullptr : weights + off, wk[t]);
-    }
+    for (int t = 0; t < n; ++t) k.load(src + (b + static_cast<size_t>(t)) * kQK_K, nullptr, wk[t]);
     k.ref_search(wk, n, fit);
-    for (int t = 0; t < n; ++t) {
-      finish_reference(k, wk[t], fit[t], c);
-      if (improve) improve_block(k, wk[t], c);
-      write_block(k, c, dst[b + static_cast<size_t>(t)]);
-    }
+    for (int t = 0; t < n; ++t) finish_reference(k, wk[t], fit[t], dst[b + static_cast<size_t>(t)]);
   }
 }
 
@@ -238,12 +168,17 @@ void quantize_blocks(const float* src, const float* weights, std::span<BlockQ4K>
 void quantize_q4_k(std::span<const float> src, std::span<BlockQ4K> dst, std::span<const float> weights) {
   assert(src.size() == dst.size() * kQK_K);
   assert(weights.empty() || weights.size() == src.size());
-  quantize_blocks(src.data(), weights.empty() ? nullptr : weights.data(), dst, /*improve=*/true);
+  const Q4KKernels& k = kernels();
+  Q4KWork wk;
+  for (size_t b = 0; b < dst.size(); ++b) {
+    k.load(src.data() + b * kQK_K, weights.empty() ? nullptr : weights.data() + b * kQK_K, wk);
+    encode_block(k, wk, dst[b]);
+  }
 }
 
 void quantize_q4_k_reference(std::span<const float> src, std::span<BlockQ4K> dst) {
   assert(src.size() == dst.size() * kQK_K);
-  quantize_blocks(src.data(), nullptr, dst, /*improve=*/false);
+  reference_blocks(src.data(), dst);
 }
 
 }  // namespace rdrr::quant

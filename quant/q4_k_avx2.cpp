@@ -169,109 +169,37 @@ void load_block(const float* src, const float* weights, Q4KWork& wk) {
 
 void pack(const BlockF q, uint8_t* qs) {
   // Row i of q holds the levels of value i of the 8 sub-blocks; sub-block pair (2c, 2c+1) goes to qs[32c + i].
-  alignas(32) int32_t v[kQ4KRows][kQ4KLanes];
-  for (int i = 0; i < kQ4KRows; ++i) {
-    const __m256i l = _mm256_cvttps_epi32(load(q[i]));
-    _mm256_store_si256(reinterpret_cast<__m256i*>(v[i]), _mm256_or_si256(l, _mm256_srli_epi64(l, 28)));
+  // Transposed 8 rows at a time, t[c][g] holds the bytes of rows 8g..8g+7 of chunk c as 8 int32.
+  __m256i t[4][4];
+  for (int g = 0; g < 4; ++g) {
+    __m256 r[8];
+    for (int k = 0; k < 8; ++k) r[k] = load(q[8 * g + k]);
+    transpose8(r);  // r[j] = values 8g..8g+7 of sub-block j
+    for (int c = 0; c < 4; ++c) {
+      t[c][g] = _mm256_or_si256(_mm256_cvttps_epi32(r[2 * c]), _mm256_slli_epi32(_mm256_cvttps_epi32(r[2 * c + 1]), 4));
+    }
   }
+  const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
   for (int c = 0; c < 4; ++c) {
-    for (int i = 0; i < kQ4KRows; ++i) qs[32 * c + i] = static_cast<uint8_t>(v[i][2 * c]);
+    const __m256i a = _mm256_packs_epi32(t[c][0], t[c][1]), b = _mm256_packs_epi32(t[c][2], t[c][3]);
+    const __m256i bytes = _mm256_permutevar8x32_epi32(_mm256_packus_epi16(a, b), order);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(qs + 32 * c), bytes);
   }
 }
 
-template <bool kWeighted, bool kDivide, bool kStore>
-inline __m256 lane_errors(const Q4KWork& wk, __m256 D, __m256 M, float (*q)[kQ4KLanes]) {
-  const __m256 fifteen = splat(15.f);
-  const __m256 inv = div(splat(1.f), D);
-  __m256 err = _mm256_setzero_ps();
-  for (int i = 0; i < kQ4KRows; ++i) {
-    const __m256 x = load(wk.x[i]);
-    const __m256 t = kDivide ? div(add(x, M), D) : mul(add(x, M), inv);
-    const __m256 l = level(t, fifteen);
-    if constexpr (kStore) store(q[i], l);
-    const __m256 diff = sub(sub(mul(D, l), M), x);
-    __m256 e = mul(diff, diff);
-    if constexpr (kWeighted) e = mul(load(wk.w[i]), e);
-    err = add(err, e);
-  }
-  return err;
+// llama.cpp's requantisation (with division).
+void requant(const Q4KWork& wk, const LaneF D, const LaneF M, BlockF q) {
+  const __m256 d = _mm256_loadu_ps(D), m = _mm256_loadu_ps(M), fifteen = splat(15.f);
+  for (int i = 0; i < kQ4KRows; ++i) store(q[i], level(div(add(load(wk.x[i]), m), d), fifteen));
 }
 
-void requant(const Q4KWork& wk, const LaneF D, const LaneF M, bool divide, BlockF q, LaneF err) {
-  const __m256 d = _mm256_loadu_ps(D), m = _mm256_loadu_ps(M);
-  __m256 e;
-  if (wk.weighted) {
-    e = divide ? lane_errors<true, true, true>(wk, d, m, q) : lane_errors<true, false, true>(wk, d, m, q);
-  } else {
-    e = divide ? lane_errors<false, true, true>(wk, d, m, q) : lane_errors<false, false, true>(wk, d, m, q);
-  }
-  _mm256_storeu_ps(err, e);
-}
-
-template <bool kWeighted>
-void search_codes_impl(const Q4KWork& wk, float d, float dmin, const LaneI sc0, const LaneI m0, const Q4KOffsets& offs,
-                       LaneI sc, LaneI m, LaneF err) {
-  const __m256i s0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(sc0));
-  const __m256i n0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(m0));
-  __m256i best_s = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(sc));
-  __m256i best_m = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(m));
-  __m256 best = _mm256_loadu_ps(err);
-  const __m256i lo = _mm256_setzero_si256(), hi = _mm256_set1_epi32(63);
-  const __m256 vd = splat(d), vdmin = splat(dmin);
-  for (int k = 0; k < offs.count; ++k) {
-    const __m256i s = _mm256_min_epi32(_mm256_max_epi32(_mm256_add_epi32(s0, _mm256_set1_epi32(offs.dsc[k])), lo), hi);
-    const __m256i n = _mm256_min_epi32(_mm256_max_epi32(_mm256_add_epi32(n0, _mm256_set1_epi32(offs.dm[k])), lo), hi);
-    const __m256 e = lane_errors<kWeighted, false, false>(wk, mul(vd, _mm256_cvtepi32_ps(s)),
-                                                          mul(vdmin, _mm256_cvtepi32_ps(n)), nullptr);
-    const __m256 better = lt(e, best);
-    best = blend(best, e, better);
-    best_s = _mm256_castps_si256(blend(_mm256_castsi256_ps(best_s), _mm256_castsi256_ps(s), better));
-    best_m = _mm256_castps_si256(blend(_mm256_castsi256_ps(best_m), _mm256_castsi256_ps(n), better));
-  }
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(sc), best_s);
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(m), best_m);
-  _mm256_storeu_ps(err, best);
-}
-
-void search_codes(const Q4KWork& wk, float d, float dmin, const LaneI sc0, const LaneI m0, const Q4KOffsets& offs,
-                  LaneI sc, LaneI m, LaneF err) {
-  if (wk.weighted) {
-    search_codes_impl<true>(wk, d, dmin, sc0, m0, offs, sc, m, err);
-  } else {
-    search_codes_impl<false>(wk, d, dmin, sc0, m0, offs, sc, m, err);
-  }
-}
-
-void refit(const Q4KWork& wk, const BlockF q, LaneF D, LaneF M) {
-  const __m256 zero = _mm256_setzero_ps(), one = splat(1.f);
-  __m256 s_w = zero, s_q = zero, s_qq = zero, s_x = zero, s_qx = zero;
-  for (int i = 0; i < kQ4KRows; ++i) {
-    const __m256 w = wk.weighted ? load(wk.w[i]) : one;
-    const __m256 l = load(q[i]), x = load(wk.x[i]);
-    const __m256 wq = mul(w, l);
-    s_w = add(s_w, w);
-    s_q = add(s_q, wq);
-    s_qq = add(s_qq, mul(wq, l));
-    s_x = add(s_x, mul(w, x));
-    s_qx = add(s_qx, mul(wq, x));
-  }
-  const __m256 det = sub(mul(s_qq, s_w), mul(s_q, s_q));
-  __m256 dd = div(sub(mul(s_w, s_qx), mul(s_x, s_q)), det);
-  __m256 mm = div(sub(mul(s_q, s_qx), mul(s_qq, s_x)), det);
-  const __m256 degenerate = _mm256_cmp_ps(det, zero, _CMP_NGT_UQ);  // !(det > 0)
-  mm = blend(mm, _mm256_max_ps(neg(div(s_x, s_w)), zero), degenerate);
-  dd = blend(dd, zero, degenerate);
-  const __m256 negative = lt(mm, zero);
-  mm = blend(mm, zero, negative);
-  dd = blend(dd, div(s_qx, s_qq), negative);
-  _mm256_storeu_ps(D, dd);
-  _mm256_storeu_ps(M, mm);
-}
+#include "quant/simd8.inc"
+#include "quant/q4_k_search.inc"
 
 }  // namespace
 
 const Q4KKernels& q4k_kernels_avx2() {
-  static const Q4KKernels k{&load_block, &ref_search, &requant, &search_codes, &refit, &pack};
+  static const Q4KKernels k{&load_block, &ref_search, &requant, &q4k_search::fit, &q4k_search::codes, &pack};
   return k;
 }
 

@@ -25,18 +25,24 @@ struct alignas(32) Q4KWork {
   bool weighted = false;
 };
 
-// A grid of 6-bit code offsets tried around a starting point (sc0 + dsc[k], m0 + dm[k]), clamped to 0..63.
-struct Q4KOffsets {
-  const int8_t* dsc;
-  const int8_t* dm;
-  int count;
-};
-
 // make_qkx2's result for the 8 sub-blocks of one block.
 struct alignas(32) Q4KRefFit {
   LaneF scale;     // >= 0 (0 for a flat sub-block)
   LaneF the_min;   // >= 0, the value subtracted
   BlockF levels;   // 0..15 as floats
+};
+
+// The encoder's continuous fit of one block: per sub-block x ~ D*q - M (D, M >= 0), and the sums of the
+// block that the code search reuses.
+struct alignas(32) Q4KFit {
+  LaneF D, M;
+  LaneF sw, sx, sxx;  // sum w, sum w*x, sum w*x^2 (w = 1 when unweighted)
+};
+
+// The encoder's choice for one block: 6-bit codes (0..63 as floats) and the levels (0..15 as floats).
+struct alignas(32) Q4KCodes {
+  LaneF sc, m;
+  BlockF q;
 };
 
 struct Q4KKernels {
@@ -45,18 +51,13 @@ struct Q4KKernels {
   // llama.cpp's make_qkx2_quants(32, 15, x, w = rms + |x|, rmin -1, rdelta 0.1, nstep 20) on each lane of
   // n_blocks (1 or 2; two are interleaved to hide latency) blocks, bit-exact.
   void (*ref_search)(const Q4KWork* wk, int n_blocks, Q4KRefFit* out);
-  // Requantises every lane against D[j] = d*sc[j], M[j] = dmin*m[j]: q = clamp(round((x + M) / D), 0, 15)
-  // (divide = true, llama.cpp's formula) or clamp(round((x + M) * (1 / D))), and returns the objective
-  // err[j] = sum w * (D*q - M - x)^2 of the decoded values.
-  void (*requant)(const Q4KWork& wk, const LaneF D, const LaneF M, bool divide, BlockF q, LaneF err);
-  // For each lane, tries the codes of `offs` around (sc0[j], m0[j]) against (d, dmin), quantising with the
-  // reciprocal as in requant(divide = false); keeps the first candidate with an error below err[j] (err[j]
-  // is the incumbent's error on entry, +inf for none) and writes its codes to sc[j], m[j]. Untouched lanes
-  // keep their sc/m/err.
-  void (*search_codes)(const Q4KWork& wk, float d, float dmin, const LaneI sc0, const LaneI m0,
-                       const Q4KOffsets& offs, LaneI sc, LaneI m, LaneF err);
-  // Per-lane weighted least-squares fit of (D, M) >= 0 to x ~ D*q - M for fixed levels q.
-  void (*refit)(const Q4KWork& wk, const BlockF q, LaneF D, LaneF M);
+  // llama.cpp's requantisation of every lane against D[j] = d*sc[j], M[j] = dmin*m[j]:
+  // q = clamp(round((x + M) / D), 0, 15).
+  void (*requant)(const Q4KWork& wk, const LaneF D, const LaneF M, BlockF q);
+  // The encoder (see q4_k_search.inc): the continuous fit of every sub-block, then, for the block scales
+  // d and dmin the caller derived from it, the 6-bit codes and levels.
+  void (*fit)(const Q4KWork& wk, Q4KFit& out);
+  void (*codes)(const Q4KWork& wk, const Q4KFit& fit, float d, float dmin, Q4KCodes& out);
   // Packs levels (0..15 as floats) into BlockQ4K::qs order: byte 32c + l = q[l][2c] | q[l][2c+1] << 4.
   void (*pack)(const BlockF q, uint8_t* qs);
 };

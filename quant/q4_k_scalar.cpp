@@ -1,7 +1,7 @@
 // Scalar Q4_K kernels: the reference the AVX2 kernels (q4_k_avx2.cpp) must match bit for bit. Each function
-// runs, lane by lane, exactly the per-lane operations of its AVX2 twin in the same order.
+// runs, lane by lane, exactly the per-lane operations of its AVX2 twin in the same order; the encoder's search
+// (q4_k_search.inc) is the same source in both files.
 #include <cmath>
-#include <limits>
 
 #include "quant/q4_k_kernels.h"
 
@@ -115,77 +115,20 @@ void pack(const BlockF q, uint8_t* qs) {
   }
 }
 
-// Error of one lane quantised against (D, M); writes the levels when q != nullptr.
-float lane_error(const Q4KWork& wk, int j, float D, float M, bool divide, float (*q)[kQ4KLanes]) {
-  const float inv = 1.f / D;
-  float err = 0;
-  for (int i = 0; i < kQ4KRows; ++i) {
-    const float x = wk.x[i][j];
-    const float t = divide ? (x + M) / D : (x + M) * inv;
-    const float l = level(t, 15.f);
-    if (q != nullptr) q[i][j] = l;
-    const float diff = (D * l - M) - x;
-    float e = diff * diff;
-    if (wk.weighted) e = wk.w[i][j] * e;
-    err += e;
-  }
-  return err;
-}
-
-void requant(const Q4KWork& wk, const LaneF D, const LaneF M, bool divide, BlockF q, LaneF err) {
-  for (int j = 0; j < kQ4KLanes; ++j) err[j] = lane_error(wk, j, D[j], M[j], divide, q);
-}
-
-inline int32_t clamp_code(int32_t v) { return v < 0 ? 0 : (v > 63 ? 63 : v); }
-
-void search_codes(const Q4KWork& wk, float d, float dmin, const LaneI sc0, const LaneI m0, const Q4KOffsets& offs,
-                  LaneI sc, LaneI m, LaneF err) {
+// llama.cpp's requantisation (with division).
+void requant(const Q4KWork& wk, const LaneF D, const LaneF M, BlockF q) {
   for (int j = 0; j < kQ4KLanes; ++j) {
-    for (int k = 0; k < offs.count; ++k) {
-      const int32_t s = clamp_code(sc0[j] + offs.dsc[k]);
-      const int32_t mm = clamp_code(m0[j] + offs.dm[k]);
-      const float e = lane_error(wk, j, d * static_cast<float>(s), dmin * static_cast<float>(mm), false, nullptr);
-      if (e < err[j]) {
-        err[j] = e;
-        sc[j] = s;
-        m[j] = mm;
-      }
-    }
+    for (int i = 0; i < kQ4KRows; ++i) q[i][j] = level((wk.x[i][j] + M[j]) / D[j], 15.f);
   }
 }
 
-void refit(const Q4KWork& wk, const BlockF q, LaneF D, LaneF M) {
-  for (int j = 0; j < kQ4KLanes; ++j) {
-    float s_w = 0, s_q = 0, s_qq = 0, s_x = 0, s_qx = 0;
-    for (int i = 0; i < kQ4KRows; ++i) {
-      const float w = wk.weighted ? wk.w[i][j] : 1.f;
-      const float wq = w * q[i][j];
-      s_w += w;
-      s_q += wq;
-      s_qq += wq * q[i][j];
-      s_x += w * wk.x[i][j];
-      s_qx += wq * wk.x[i][j];
-    }
-    const float det = s_qq * s_w - s_q * s_q;
-    float dd = (s_w * s_qx - s_x * s_q) / det;
-    float mm = (s_q * s_qx - s_qq * s_x) / det;
-    if (!(det > 0)) {  // all levels equal: offset only
-      mm = vmax(-(s_x / s_w), 0.f);
-      dd = 0;
-    }
-    if (mm < 0) {
-      mm = 0;
-      dd = s_qx / s_qq;
-    }
-    D[j] = dd;
-    M[j] = mm;
-  }
-}
+#include "quant/simd8.inc"
+#include "quant/q4_k_search.inc"
 
 }  // namespace
 
 const Q4KKernels& q4k_kernels_scalar() {
-  static const Q4KKernels k{&load, &ref_search, &requant, &search_codes, &refit, &pack};
+  static const Q4KKernels k{&load, &ref_search, &requant, &q4k_search::fit, &q4k_search::codes, &pack};
   return k;
 }
 

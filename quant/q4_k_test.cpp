@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <openssl/evp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -219,9 +220,10 @@ TEST(Q4KEncode, ScalarAndAvx2GiveIdenticalBytes) {
   EXPECT_TRUE(same_bytes(s_odd, encode(odd)));
 }
 
-// Per block, the result is never worse than llama.cpp's reference quantizer (its first candidate), in the
-// plain squared error and in the weighted objective; on average it is clearly better.
-TEST(Q4KEncode, NeverWorseThanReferencePerBlock) {
+// Against llama.cpp's reference quantizer (which the encoder no longer starts from): for every kind of block
+// of varied_blocks, the total error is lower, in the plain squared error and in a weighted objective; no block
+// is much worse; ordinary blocks are clearly better on average.
+TEST(Q4KEncode, BetterThanReferenceOnEveryKindOfBlock) {
   const std::vector<float> x = varied_blocks(2000, 3);
   std::vector<float> w(x.size());
   std::mt19937 rng(9);
@@ -231,18 +233,33 @@ TEST(Q4KEncode, NeverWorseThanReferencePerBlock) {
   const std::vector<double> e_ref = block_errors(x, ref), e_ref_w = block_errors(x, ref, w);
   const std::vector<double> e_ours = block_errors(x, encode(x));
   const std::vector<double> e_ours_w = block_errors(x, encode(x, w), w);
-  double ratio_sum = 0;
+  double kind_ours[10] = {}, kind_ref[10] = {}, kind_ours_w[10] = {}, kind_ref_w[10] = {};
+  double ratio_sum = 0, worst = 0;
   int ratio_count = 0;
   for (size_t b = 0; b < e_ref.size(); ++b) {
-    // The search compares float-accumulated errors; allow their rounding noise.
-    ASSERT_LE(e_ours[b], e_ref[b] * (1 + 1e-5)) << "block " << b;
-    ASSERT_LE(e_ours_w[b], e_ref_w[b] * (1 + 1e-5)) << "block " << b;
-    if (b % 10 == 0 || b % 10 == 1 || b % 10 == 8) {  // Gaussian, uniform, mixed sub-block scales
+    const size_t kind = b % 10;
+    kind_ours[kind] += e_ours[b];
+    kind_ref[kind] += e_ref[b];
+    kind_ours_w[kind] += e_ours_w[b];
+    kind_ref_w[kind] += e_ref_w[b];
+    // Exact blocks (constants, zeros) stay exact up to f16 rounding of the scales.
+    const double floor = 1e-9 * (1 + e_ref[b]);
+    if (e_ref[b] > 1e-12) worst = std::max(worst, e_ours[b] / e_ref[b]);
+    EXPECT_LE(e_ours[b], 1.25 * e_ref[b] + floor) << "block " << b;
+    EXPECT_LE(e_ours_w[b], 1.25 * e_ref_w[b] + 1e-9 * (1 + e_ref_w[b])) << "block " << b;
+    if (kind == 0 || kind == 1 || kind == 8) {  // Gaussian, uniform, mixed sub-block scales
       ratio_sum += e_ours[b] / e_ref[b];
       ++ratio_count;
     }
   }
-  EXPECT_LT(ratio_sum / ratio_count, 0.97);  // mean squared-error ratio on ordinary blocks
+  for (int kind = 0; kind < 10; ++kind) {
+    std::printf("kind %d: squared-error ratio %.4f, weighted %.4f\n", kind, kind_ours[kind] / kind_ref[kind],
+                kind_ours_w[kind] / kind_ref_w[kind]);
+    EXPECT_LE(kind_ours[kind], kind_ref[kind] * (1 + 1e-6)) << "kind " << kind;
+    EXPECT_LE(kind_ours_w[kind], kind_ref_w[kind] * (1 + 1e-6)) << "kind " << kind;
+  }
+  std::printf("worst block ratio %.4f, mean ratio on ordinary blocks %.4f\n", worst, ratio_sum / ratio_count);
+  EXPECT_LT(ratio_sum / ratio_count, 0.98);  // mean squared-error ratio on ordinary blocks
 }
 
 TEST(Q4KEncode, WeightsSteerTheError) {
@@ -255,9 +272,11 @@ TEST(Q4KEncode, WeightsSteerTheError) {
   for (double e : block_errors(x, encode(x, w), w)) weighted += e;
   for (double e : block_errors(x, encode(x), w)) plain += e;
   EXPECT_LT(weighted, plain);
-  // All-zero weights: every candidate has error 0, so the reference blocks are kept.
+  // All-zero weights: every block is optimal; the encoding stays deterministic and decodes to finite values.
   const std::vector<float> zeros(x.size(), 0.f);
-  EXPECT_TRUE(same_bytes(encode(x, zeros), encode_reference(x)));
+  const std::vector<BlockQ4K> z = encode(x, zeros);
+  EXPECT_TRUE(same_bytes(z, encode(x, zeros)));
+  for (float y : decode(z)) ASSERT_TRUE(std::isfinite(y));
 }
 
 TEST(Q4KEncode, ConstantsAndZeros) {
@@ -370,6 +389,22 @@ TEST(Q4KEncode, QualityOnGaussianWeights) {
   EXPECT_LT(ours, 0.99 * ref);
   EXPECT_GT(ref, 0.06);
   EXPECT_LT(ref, 0.09);
+}
+
+TEST(Q4KEncode, QualityOnHeavyTailedWeights) {
+  // Laplace and Student-t(3) weights (scale 0.02): lower error than llama.cpp's reference on both.
+  std::mt19937 rng(12);
+  std::exponential_distribution<float> expo(50.f);
+  std::bernoulli_distribution sign(0.5);
+  std::student_t_distribution<float> t3(3.f);
+  for (int dist = 0; dist < 2; ++dist) {
+    std::vector<float> x(512 * kQK_K);
+    for (float& v : x) v = dist == 0 ? expo(rng) * (sign(rng) ? 1.f : -1.f) : 0.02f * t3(rng);
+    const double ours = rel_rmse(x, encode(x)), ref = rel_rmse(x, encode_reference(x));
+    std::printf("%s: relative RMSE ours %.5f reference %.5f ratio %.4f\n", dist == 0 ? "laplace" : "student-t(3)",
+                ours, ref, ours / ref);
+    EXPECT_LT(ours, 0.99 * ref);
+  }
 }
 
 }  // namespace

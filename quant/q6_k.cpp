@@ -1,7 +1,6 @@
 #include "quant/q6_k.h"
 
 #include <algorithm>
-#include <array>
 #include <cassert>
 #include <cmath>
 #include <cstddef>
@@ -10,14 +9,23 @@
 
 #include "quant/cpu.h"
 #include "quant/f16.h"
+#include "quant/q6_k_ref_avx2.h"
 #include "quant/q6_k_search.h"
 #include "quant/rounding.h"
 
 namespace rdrr::quant {
 
-namespace q6k_generic {
+namespace detail {
+namespace {
+#include "quant/simd8.inc"
 #include "quant/q6_k_search.inc"
-}  // namespace q6k_generic
+}  // namespace
+
+const Q6KKernels& q6k_kernels_generic() {
+  static const Q6KKernels k{&q6k_search::load, &q6k_search::group_max, &q6k_search::search};
+  return k;
+}
+}  // namespace detail
 
 namespace {
 
@@ -29,9 +37,9 @@ constexpr int kGroupElems = 16;  // values per group
 constexpr float kGroupMaxEps = 1e-15f;
 constexpr uint16_t kF16MaxFinite = 0x7bff;
 
-// Extra super-block scale candidates: d = d_ref * (-128 / denominator), i.e. -112 gives a d 14% larger than the
-// reference's (whose largest group is pinned at scale -128), so that group's scale can grow too.
-constexpr std::array<float, 1> kExtraDenominators = {-112.0f};
+// The encoder's block scale: the largest group's value mx on level -32 takes the group scale -kScaleCode, which
+// leaves the group room to grow (the search puts mx on levels -32 .. -26) within the int8 range.
+constexpr float kScaleCode = 116.0f;
 
 // llama.cpp make_qx_quants(n = 16, nmax = 32, rmse_type = 1, qw), operation for operation (float math, same
 // order) so that the reference replica is bit-exact. L receives q + 32 in 0..63. Returns the group scale.
@@ -115,9 +123,16 @@ void zero_block(BlockQ6K* y) { std::memset(y, 0, sizeof(BlockQ6K)); }
 float reference_group_scales(const float* x, const float* qw, int8_t* L, float* scales) {
   float max_scale = 0;
   float max_abs_scale = 0;
+#if defined(RDRR_QUANT_X86)
+  const bool simd = simd_enabled();
+  if (simd) detail::q6k_reference_scales_avx2(x, qw, L, scales);  // bit-identical, 8 groups at a time
+#else
+  constexpr bool simd = false;
+#endif
   for (int ib = 0; ib < kGroups; ++ib) {
-    const float scale = make_qx_quants16(x + kGroupElems * ib, L + kGroupElems * ib,
-                                         qw ? qw + kGroupElems * ib : nullptr);
+    const float scale = simd ? scales[ib]
+                             : make_qx_quants16(x + kGroupElems * ib, L + kGroupElems * ib,
+                                                qw ? qw + kGroupElems * ib : nullptr);
     scales[ib] = scale;
     const float abs_scale = std::fabs(scale);
     if (abs_scale > max_abs_scale) {
@@ -138,6 +153,14 @@ bool reference_values(const float* x, const float* qw, int8_t* L, BlockQ6K* y) {
   for (int ib = 0; ib < kGroups; ++ib) {
     y->scales[ib] = static_cast<int8_t>(std::min(127, nearest_int(iscale * scales[ib])));
   }
+#if defined(RDRR_QUANT_X86)
+  if (simd_enabled()) {
+    float group_d[kGroups];
+    for (int j = 0; j < kGroups; ++j) group_d[j] = f16_to_f32(y->d) * static_cast<float>(y->scales[j]);
+    detail::q6k_requantize_avx2(x, group_d, L);
+    return true;
+  }
+#endif
   for (int j = 0; j < kGroups; ++j) {
     const float d = f16_to_f32(y->d) * static_cast<float>(y->scales[j]);
     if (d == 0.0f) continue;
@@ -158,95 +181,42 @@ void reference_block(const float* x, const float* qw, BlockQ6K* y) {
   pack_values(L, y);
 }
 
-// Objective of given values L (q + 32) of one group decoded with scale ds (same summation tree as the search).
-float group_error_of(const float* x, const float* w, float ds, const int8_t* L) {
-  float e2[kGroupElems];
-  for (int i = 0; i < kGroupElems; ++i) {
-    const float e = x[i] - ds * static_cast<float>(L[i] - 32);
-    e2[i] = w[i] * e * e;
-  }
-  return q6k_generic::sum16(e2);
-}
-
-struct Candidate {
-  uint16_t dh = 0;
-  std::array<int8_t, kGroups> s{};
-  float err = 0.0f;
-};
-
-Candidate evaluate_d(const float* x, const float* w, uint16_t dh, const int8_t* start_s, const bool* wide) {
-  Candidate c;
-  c.dh = dh;
-  const float d = f16_to_f32(dh);
+const detail::Q6KKernels& kernels() {
 #if defined(RDRR_QUANT_X86)
-  if (simd_enabled()) {
-    c.err = detail::q6k_evaluate_d_avx2(x, w, d, start_s, wide, c.s.data());
-    return c;
-  }
+  if (simd_enabled()) return detail::q6k_kernels_avx2();
 #endif
-  c.err = q6k_generic::evaluate_d(x, w, d, start_s, wide, c.s.data());
-  return c;
+  return detail::q6k_kernels_generic();
 }
 
-uint16_t saturate_f16(uint16_t h) {
-  return (h & 0x7fffu) >= 0x7c00u ? static_cast<uint16_t>((h & 0x8000u) | kF16MaxFinite) : h;
+// The f16 block scale d = mx / (32 * kScaleCode) for the block's largest-magnitude value mx, saturated to the
+// largest finite f16 and rounded away from zero when rounding to nearest would put mx on level -32 only with a
+// group scale beyond -127 (an f16 subnormal d has few bits). 0 when d underflows.
+uint16_t block_scale_f16(float mx) {
+  const float d = mx / (32.0f * kScaleCode);
+  uint16_t h = f32_to_f16(d);
+  if ((h & 0x7fffu) >= 0x7c00u) return static_cast<uint16_t>((h & 0x8000u) | kF16MaxFinite);
+  if (std::fabs(f16_to_f32(h)) * (32.0f * 127.0f) < std::fabs(mx) && (h & 0x7fffu) < kF16MaxFinite) ++h;
+  return h;
 }
 
-void improved_block(const float* x, const float* weights, BlockQ6K* y) {
-  float ones[kQK_K];
-  const float* w = weights;
-  if (!w) {
-    std::fill(ones, ones + kQK_K, 1.0f);
-    w = ones;
+void encode_block(const detail::Q6KKernels& k, const detail::Q6KWork& wk, BlockQ6K* y) {
+  alignas(32) float amax[kGroups];
+  alignas(32) float mx[kGroups];
+  k.group_max(wk, amax, mx);
+  int top = 0;
+  for (int j = 1; j < kGroups; ++j) {
+    if (amax[j] > amax[top]) top = j;
   }
-  // The reference block (llama.cpp's choice) is the first candidate; its exact objective is the bar.
-  int8_t ref_L[kQK_K];
-  BlockQ6K ref{};
-  if (!reference_values(x, weights, ref_L, &ref)) {
+  const uint16_t dh = amax[top] < kGroupMaxEps ? 0 : block_scale_f16(mx[top]);
+  const float d = f16_to_f32(dh);
+  if (d == 0.0f) {
     zero_block(y);
     return;
   }
-  const float ref_d = f16_to_f32(ref.d);
-  float ref_err = 0.0f;
-  for (int j = 0; j < kGroups; ++j) {
-    ref_err += group_error_of(x + kGroupElems * j, w + kGroupElems * j,
-                              ref_d * static_cast<float>(ref.scales[j]), ref_L + kGroupElems * j);
-  }
-  // Search from the reference's scales with its d, then with a larger d that gives the largest group room to
-  // grow (the reference pins it at -128).
-  const uint16_t ref_dh = saturate_f16(ref.d);
-  bool wide[kGroups];
-  std::fill(wide, wide + kGroups, true);
-  Candidate best = evaluate_d(x, w, ref_dh, ref.scales, wide);
-  // With the larger d only the groups that were near the int8 limit search widely; the others keep about the
-  // same ds = d * s, so a narrow window around their rescaled scale suffices.
-  for (int j = 0; j < kGroups; ++j) wide[j] = best.s[j] <= -120 || best.s[j] >= 119;
-  for (float denom : kExtraDenominators) {
-    const uint16_t dh = saturate_f16(f32_to_f16(f16_to_f32(ref_dh) * (-128.0f / denom)));
-    if (dh == ref_dh || (dh & 0x7fffu) == 0) continue;
-    const float ratio = f16_to_f32(ref_dh) / f16_to_f32(dh);
-    int8_t s0[kGroups];
-    for (int j = 0; j < kGroups; ++j) {
-      s0[j] = static_cast<int8_t>(clamp_int(nearest_int(static_cast<float>(best.s[j]) * ratio), -128, 127));
-    }
-    const Candidate c = evaluate_d(x, w, dh, s0, wide);
-    if (c.err < best.err) best = c;
-  }
-  // (A reference with an overflowing f16 d decodes to inf/nan: then the saturated search result wins.)
-  if (std::isfinite(ref_err) && !(best.err < ref_err)) {
-    *y = ref;
-    pack_values(ref_L, y);
-    return;
-  }
-  int8_t L[kQK_K];
-  y->d = best.dh;
-  const float d = f16_to_f32(best.dh);
-  for (int j = 0; j < kGroups; ++j) {
-    y->scales[j] = best.s[j];
-    q6k_generic::quantize_group(x + kGroupElems * j, w + kGroupElems * j, d * static_cast<float>(best.s[j]),
-                                L + kGroupElems * j);
-  }
-  pack_values(L, y);
+  uint8_t L[kQK_K];
+  k.search(wk, d, mx, y->scales, L);
+  y->d = dh;
+  pack_values(reinterpret_cast<const int8_t*>(L), y);
 }
 
 }  // namespace
@@ -254,8 +224,11 @@ void improved_block(const float* x, const float* weights, BlockQ6K* y) {
 void quantize_q6_k(std::span<const float> src, std::span<BlockQ6K> dst, std::span<const float> weights) {
   assert(src.size() == dst.size() * kQK_K);
   assert(weights.empty() || weights.size() == src.size());
+  const detail::Q6KKernels& k = kernels();
+  detail::Q6KWork wk;
   for (size_t b = 0; b < dst.size(); ++b) {
-    improved_block(src.data() + b * kQK_K, weights.empty() ? nullptr : weights.data() + b * kQK_K, &dst[b]);
+    k.load(src.data() + b * kQK_K, weights.empty() ? nullptr : weights.data() + b * kQK_K, wk);
+    encode_block(k, wk, &dst[b]);
   }
 }
 

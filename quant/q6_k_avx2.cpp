@@ -1,18 +1,20 @@
-// Compiled with -mavx2 -mf16c (never -mfma); see q6_k_search.inc for why this is bit-identical to the generic
-// build and safe to link next to it.
-#include "quant/q6_k_search.h"
+// The AVX2 build of the Q6_K search kernels (compiled with -mavx2 -mf16c, never -mfma); see q6_k_search.inc for
+// why it is bit-identical to the generic build and safe to link next to it.
+#include <immintrin.h>
 
 #include <cstdint>
 
+#include "quant/q6_k_search.h"
+
 namespace rdrr::quant::detail {
-
-namespace q6k_avx2 {
+namespace {
+#include "quant/simd8.inc"
 #include "quant/q6_k_search.inc"
-}  // namespace q6k_avx2
+}  // namespace
 
-float q6k_evaluate_d_avx2(const float* x, const float* w, float d, const int8_t* start_s, const bool* wide,
-                          int8_t* s_out) {
-  return q6k_avx2::evaluate_d(x, w, d, start_s, wide, s_out);
+const Q6KKernels& q6k_kernels_avx2() {
+  static const Q6KKernels k{&q6k_search::load, &q6k_search::group_max, &q6k_search::search};
+  return k;
 }
 
 }  // namespace rdrr::quant::detail

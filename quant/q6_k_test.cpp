@@ -4,10 +4,13 @@
 #include <nlohmann/json.hpp>
 #include <openssl/evp.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <map>
 #include <random>
 #include <sstream>
@@ -127,11 +130,33 @@ TEST(Q6K, EncodeRoundTripsWithinOneStepAndBeatsTheReference) {
     const float step = std::fabs(f16_to_f32(b.d) * static_cast<float>(b.scales[(i % kQK_K) / 16]));
     ASSERT_LE(std::fabs(x[i] - y[i]), step * 1.0001f) << i;  // the search may clip the largest value by < 1 step
   }
+  // The encoder does not start from the reference's blocks: a block may be a little worse, none much worse.
   const std::vector<double> e = block_errors(x, y);
   const std::vector<double> er = block_errors(x, yr);
-  for (size_t b = 0; b < e.size(); ++b) EXPECT_LE(e[b], er[b] * (1 + 1e-6)) << "block " << b;
-  EXPECT_LT(rel_rmse(x, y), 0.98 * rel_rmse(x, yr));  // the extra search pays (about 7% on normal data)
+  for (size_t b = 0; b < e.size(); ++b) EXPECT_LE(e[b], er[b] * 1.25) << "block " << b;
+  std::printf("normal: relative RMSE ours %.5f reference %.5f ratio %.4f\n", rel_rmse(x, y), rel_rmse(x, yr),
+              rel_rmse(x, y) / rel_rmse(x, yr));
+  EXPECT_LT(rel_rmse(x, y), 0.97 * rel_rmse(x, yr));  // the search pays (about 6% on normal data)
   EXPECT_LT(rel_rmse(x, y), 0.02);
+}
+
+TEST(Q6K, BeatsTheReferenceOnHeavyTailedWeights) {
+  // Laplace and Student-t(3) weights (scale 0.02).
+  std::mt19937 rng(21);
+  std::exponential_distribution<float> expo(50.f);
+  std::bernoulli_distribution sign(0.5);
+  std::student_t_distribution<float> t3(3.f);
+  for (int dist = 0; dist < 2; ++dist) {
+    std::vector<float> x(256 * kQK_K);
+    for (float& v : x) v = dist == 0 ? expo(rng) * (sign(rng) ? 1.f : -1.f) : 0.02f * t3(rng);
+    std::vector<BlockQ6K> ours(256), ref(256);
+    quantize_q6_k(x, ours);
+    quantize_q6_k_reference(x, ref);
+    const double o = rel_rmse(x, decode(ours)), r = rel_rmse(x, decode(ref));
+    std::printf("%s: relative RMSE ours %.5f reference %.5f ratio %.4f\n", dist == 0 ? "laplace" : "student-t(3)", o,
+                r, o / r);
+    EXPECT_LT(o, 0.98 * r);
+  }
 }
 
 TEST(Q6K, ZeroAllEqualAndAllPositiveBlocks) {
@@ -157,7 +182,7 @@ TEST(Q6K, ZeroAllEqualAndAllPositiveBlocks) {
   for (int i = 0; i < kQK_K; ++i) EXPECT_GT(y[i], 0.9f) << i;
 }
 
-TEST(Q6K, WeightsSteerTheFitAndNeverLoseToTheWeightedReference) {
+TEST(Q6K, WeightsSteerTheFitAndBeatTheWeightedReference) {
   const std::vector<float> x = normal_values(64 * kQK_K, 11);
   std::vector<float> w(x.size());
   std::mt19937 rng(12);
@@ -170,13 +195,29 @@ TEST(Q6K, WeightsSteerTheFitAndNeverLoseToTheWeightedReference) {
   const std::vector<double> ew = block_errors(x, decode(weighted), &w);
   const std::vector<double> ep = block_errors(x, decode(plain), &w);
   const std::vector<double> er = block_errors(x, decode(ref), &w);
-  double sw = 0, sp = 0;
+  double sw = 0, sp = 0, sr = 0;
   for (size_t b = 0; b < ew.size(); ++b) {
-    EXPECT_LE(ew[b], er[b] * (1 + 1e-6)) << b;
+    EXPECT_LE(ew[b], er[b] * 1.25) << b;
     sw += ew[b];
     sp += ep[b];
+    sr += er[b];
   }
+  std::printf("weighted objective: ours %.5f unweighted encode %.5f weighted reference %.5f\n", sw, sp, sr);
   EXPECT_LT(sw, sp);
+  EXPECT_LT(sw, sr);
+}
+
+TEST(Q6K, NonFiniteInputDoesNotCrash) {
+  // Unspecified blocks (the converter rejects NaN/Inf first), but no crash and no undefined conversions.
+  std::vector<float> x = normal_values(3 * kQK_K, 19);
+  x[3] = std::numeric_limits<float>::quiet_NaN();
+  x[300] = std::numeric_limits<float>::infinity();
+  std::fill(x.begin() + 2 * kQK_K, x.end(), -std::numeric_limits<float>::infinity());
+  std::vector<BlockQ6K> b(3);
+  quantize_q6_k(x, b);
+  quantize_q6_k(x, b, std::vector<float>(x.size(), std::numeric_limits<float>::quiet_NaN()));
+  quantize_q6_k_reference(x, b);
+  SUCCEED();
 }
 
 TEST(Q6K, EncodingIsDeterministic) {
@@ -271,7 +312,7 @@ std::vector<float> hf_tensor(const std::string& model, const std::string& gguf_n
 }
 
 // llama-quantize (no imatrix) turned the F32 weights into exactly these blocks; the replica must match, and the
-// production quantizer must have a lower error on every block.
+// production quantizer must have a clearly lower error on the tensor (and no block much worse).
 TEST(Q6KGolden, ReferenceReplicaMatchesLlamaCppAndOursIsBetter) {
   for (const GoldenEntry& e : q6k_golden_entries()) {
     const std::vector<float> x = hf_tensor(e.model, e.name);
@@ -286,8 +327,8 @@ TEST(Q6KGolden, ReferenceReplicaMatchesLlamaCppAndOursIsBetter) {
     const std::vector<float> yr = decode(as_blocks(golden));
     const std::vector<double> eo = block_errors(x, y);
     const std::vector<double> er = block_errors(x, yr);
-    for (size_t b = 0; b < eo.size(); ++b) ASSERT_LE(eo[b], er[b] * (1 + 1e-6)) << e.name << " block " << b;
-    EXPECT_LT(rel_rmse(x, y), 0.98 * rel_rmse(x, yr)) << e.model << " " << e.name;
+    for (size_t b = 0; b < eo.size(); ++b) ASSERT_LE(eo[b], er[b] * 1.25) << e.name << " block " << b;
+    EXPECT_LT(rel_rmse(x, y), 0.97 * rel_rmse(x, yr)) << e.model << " " << e.name;
   }
 }
 

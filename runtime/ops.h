@@ -19,13 +19,22 @@ namespace rdrr::runtime {
 uint64_t packed_weight_bytes(quant::DType dtype, quant::Layout layout, uint64_t n_rows, uint64_t k);
 
 struct GemvTuning {
-  uint32_t local_size_x = 0;  // 0 = registry default
+  uint32_t local_size_x = 0;  // 0 = registry default (column split path: items of 32 outputs per workgroup)
   uint32_t num_rows = 0;      // row path: rows per workgroup (NUM_ROWS)
   uint32_t k_split = 0;       // column path: input slices per workgroup (local_size_y)
+  uint32_t k_chunk = 0;       // column split path: inputs per split (0 = automatic)
+  uint32_t diag = 0;          // vectorized Q4_K rows path: bench-only diagnostics (DIAG; wrong results), 0 = off
+  uint32_t prefetch = 0;      // vectorized Q4_K rows path: 1 = load the next item's weights first (PREFETCH)
 };
 
 // y[n] = sum_k W[n, k] x[k]; W packed (F32, F16 plain row-major; Q8_0, Q6_K, Q4_K flat / row_wise;
 // Q4_K column_wise), x f32[k], y f32[n_rows].
+// Q4_K whose blocks start 16-byte aligned (w offset % 16 == 0) runs the vectorized kernels (gemv_q4k.comp):
+// row_wise and flat with k % 256 == 0 in one dispatch per binding range; column_wise streams its blocks in
+// split-K form when `scratch` holds the partial sums (gemv_scratch_bytes): one dispatch whose last workgroup
+// per output group adds the splits in a fixed order (deterministic); a weight spanning several binding
+// ranges adds a gemv_reduce.comp dispatch. The scratch needs no initialisation and may be reused by any later
+// call. Without scratch (or unaligned), the generic gemv.comp paths run.
 struct GemvArgs {
   BufferRange w;
   quant::DType dtype = quant::DType::kF32;
@@ -34,9 +43,41 @@ struct GemvArgs {
   uint32_t k = 0;
   BufferRange x;
   BufferRange y;
+  BufferRange scratch;  // optional, f32 split-K partials (Q4_K column_wise); must not overlap w, x or y
   GemvTuning tuning;
 };
 Status record_gemv(Recorder& rec, const GemvArgs& args, std::string_view label = "gemv");
+
+// Scratch bytes that let record_gemv use the split-K path with its automatic split size (Q4_K column_wise;
+// 0 for every other dtype / layout). A smaller scratch makes the splits longer (fewer partials); one too
+// small for a single split per binding range falls back to the generic kernel.
+uint64_t gemv_scratch_bytes(quant::DType dtype, quant::Layout layout, uint32_t n_rows, uint32_t k);
+
+// Prefill matmul: y[m, n] = sum_k x[m, k] W[n, k]; W packed like record_gemv's (F32, F16 row-major; Q8_0,
+// Q6_K, Q4_K flat / row_wise; Q4_K column_wise), x f32 [m_rows, k], y f32 [m_rows, n_rows] (row-major),
+// kernels/gemm.comp: shared-memory tiles of x and of W decoded from its blocks per K tile (no whole-tensor
+// dequantization). Weights beyond one binding are split over several dispatches (row layouts: ranges of
+// outputs; column_wise: ranges of inputs added into y). y must not overlap w or x. Tuning 0 = registry
+// default (tile TM = local_size_y * rm rows, TN = local_size_x * rn outputs, tk inputs).
+struct GemmTuning {
+  uint32_t local_size_x = 0;
+  uint32_t local_size_y = 0;
+  uint32_t rm = 0;
+  uint32_t rn = 0;
+  uint32_t tk = 0;
+};
+struct GemmArgs {
+  BufferRange w;
+  quant::DType dtype = quant::DType::kF32;
+  quant::Layout layout = quant::Layout::kRowWise;
+  uint32_t n_rows = 0;  // N, outputs
+  uint32_t k = 0;       // K, inputs
+  uint32_t m_rows = 0;  // M, tokens
+  BufferRange x;
+  BufferRange y;
+  GemmTuning tuning;
+};
+Status record_gemm(Recorder& rec, const GemmArgs& args, std::string_view label = "gemm");
 
 // y = x / sqrt(mean(x^2) + eps) * (w + weight_offset) per row of d; weight_offset 0 (plain) or 1 (Gemma).
 struct RmsNormArgs {

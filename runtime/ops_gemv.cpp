@@ -1,5 +1,7 @@
-// record_gemv: row path (flat / row_wise / plain float) and Q4_K column_wise path; see kernels/gemv.comp.
+// record_gemv: row path (flat / row_wise / plain float; kernels/gemv.comp, vectorized Q4_K in gemv_q4k.comp ROWS)
+// and Q4_K column_wise path (gemv.comp, or split-K gemv_q4k.comp COLUMN_SPLIT with a scratch).
 #include <algorithm>
+#include <atomic>
 #include <numeric>
 #include <string>
 
@@ -8,6 +10,7 @@
 #include "runtime/binding_split.h"
 #include "runtime/device.h"
 #include "runtime/ops.h"
+#include "runtime/ops_util.h"
 #include "runtime/pipeline.h"
 
 namespace rdrr::runtime {
@@ -24,12 +27,28 @@ struct ColPush {
 };
 static_assert(sizeof(RowPush) == 32 && sizeof(ColPush) == 32);
 
-uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+using namespace ops_detail;
 
-Status need_bytes(const BufferRange& r, uint64_t need, std::string_view field, const std::string& ctx) {
-  if (r.size >= need) return Status::Ok();
-  return error(StatusCode::kValidation, ctx + ": " + std::string(field) + " range of " + std::to_string(r.size) +
-                                            " bytes < required " + std::to_string(need));
+struct SplitPush {
+  uint32_t n_out, k, k_begin, blocks_per_k, w_base, k_chunk, split_begin, n_item_groups, n_groups;
+  uint32_t mode, n_splits, counter_base, epoch, pad0, pad1, pad2;
+};
+struct ReducePush {
+  uint32_t n_out, n_splits, n_groups, pad0;
+};
+static_assert(sizeof(SplitPush) == 64 && sizeof(ReducePush) == 16);
+
+constexpr uint64_t kQ4KVecBytes = 16;       // gemv_q4k.comp reads blocks as uvec4
+constexpr uint32_t kMinAutoKChunk = 64;     // automatic split size floor (2 inputs per slice, 32 slices)
+constexpr uint64_t kTargetSplitGroups = 512;  // automatic split size aims for at least this many workgroups
+constexpr uint64_t kMaxSplits = 4095;         // gemv_q4k.comp tickets count arrivals in 12 bits
+constexpr uint64_t kMaxMergeSplits = 32;      // the merging workgroup reads this many partials per output
+enum SplitMode : uint32_t { kPartialsOnly = 0, kDirect = 1, kMergeLast = 2 };
+
+// Epoch of a column split call: tags its tickets (1 .. 2^20 - 2; consecutive calls differ).
+uint32_t next_epoch() {
+  static std::atomic<uint32_t> counter{0};
+  return 1 + counter.fetch_add(1, std::memory_order_relaxed) % 0xffffeu;
 }
 
 std::vector<SpecValue> gemv_spec(const GemvTuning& t, bool column, const kernels::KernelInfo& kernel,
@@ -54,6 +73,97 @@ std::vector<SpecValue> gemv_spec(const GemvTuning& t, bool column, const kernels
   return s;
 }
 
+// Splits of k_chunk inputs over the binding ranges (each range's inputs split on their own).
+uint64_t count_splits(const std::vector<BindingRange>& ranges, uint64_t k_chunk) {
+  uint64_t n = 0;
+  for (const BindingRange& r : ranges) n += ceil_div(r.granule_count, k_chunk);
+  return n;
+}
+
+// Split size for the column split path: the tuning's, or the longest of 16 / 8 / 4 / 2 inputs per slice that
+// still gives kTargetSplitGroups workgroups; then doubled until the partials fit the scratch. 0 = no fit.
+uint64_t choose_k_chunk(const GemvArgs& a, const std::vector<BindingRange>& ranges, uint64_t item_groups,
+                        uint32_t slices) {
+  uint64_t k_chunk = a.tuning.k_chunk;
+  if (k_chunk == 0) {
+    uint64_t per_slice = 16;
+    while (per_slice > 2 && item_groups * ceil_div(a.k, per_slice * slices) < kTargetSplitGroups) per_slice /= 2;
+    k_chunk = per_slice * slices;
+  }
+  // Room for the partials after the tickets (one per item group, single-range merge).
+  const uint64_t ticket_bytes = ranges.size() == 1 ? item_groups * 4 : 0;
+  if (a.scratch.size <= ticket_bytes) return 0;
+  const uint64_t capacity = std::min(kMaxSplits, (a.scratch.size - ticket_bytes) / (uint64_t{a.n_rows} * 4));
+  // The single-range merge happens at the tail of the dispatch: keep it short.
+  const uint64_t limit = ranges.size() == 1 ? std::min(capacity, kMaxMergeSplits) : capacity;
+  while (count_splits(ranges, k_chunk) > limit) {
+    if (k_chunk >= a.k) return 0;
+    k_chunk *= 2;
+  }
+  return k_chunk;
+}
+
+// Q4_K column_wise, split-K (gemv_q4k.comp COLUMN_SPLIT): one dispatch (one split: y directly; several: the
+// last workgroup per item group merges), or, over several binding ranges, one dispatch per range writing
+// partials and gemv_reduce.comp. Returns false (nothing recorded) when the scratch or the block alignment
+// does not allow it.
+Result<bool> record_column_split(Recorder& rec, const GemvArgs& a, const std::vector<BindingRange>& ranges,
+                                 const std::string& ctx, std::string_view label) {
+  if (a.scratch.buffer == VK_NULL_HANDLE) return false;
+  for (const BindingRange& r : ranges) {
+    if (r.skip_bytes % kQ4KVecBytes != 0) return false;
+  }
+  if (overlaps(a.scratch, a.w) || overlaps(a.scratch, a.x) || overlaps(a.scratch, a.y)) {
+    return error(StatusCode::kValidation, ctx + ": scratch overlaps w, x or y");
+  }
+  std::vector<SpecValue> spec;
+  if (a.tuning.local_size_x != 0) spec.push_back({0, a.tuning.local_size_x});
+  if (a.tuning.k_split != 0) spec.push_back({1, a.tuning.k_split});
+  RDRR_ASSIGN_OR_RETURN(const Pipeline* pipe, get_pipeline(rec, "gemv_q4_k_col_split", spec, ctx));
+  const uint64_t blocks_per_k = ceil_div(a.n_rows, quant::kQK_K);
+  const uint64_t item_groups = ceil_div(blocks_per_k * 8, pipe->local_size()[0]);
+  const uint64_t k_chunk = choose_k_chunk(a, ranges, item_groups, pipe->local_size()[1]);
+  if (k_chunk == 0) return false;
+  const uint64_t n_splits = count_splits(ranges, k_chunk);
+  const uint64_t out_bytes = uint64_t{a.n_rows} * 4;
+  const uint32_t mode = n_splits == 1 ? kDirect : ranges.size() == 1 ? kMergeLast : kPartialsOnly;
+  const uint32_t epoch = next_epoch();
+  const BufferRange y = a.y.sub(0, out_bytes);
+  uint64_t split_begin = 0;
+  for (const BindingRange& r : ranges) {
+    const uint64_t splits = ceil_div(r.granule_count, k_chunk);
+    const uint64_t groups = item_groups * splits;
+    RDRR_ASSIGN_OR_RETURN(const auto grid, fold_groups(rec, groups, ctx));
+    const SplitPush push{a.n_rows,
+                         static_cast<uint32_t>(r.granule_count),
+                         static_cast<uint32_t>(r.first_granule),
+                         static_cast<uint32_t>(blocks_per_k),
+                         static_cast<uint32_t>(r.skip_bytes / kQ4KVecBytes),
+                         static_cast<uint32_t>(k_chunk),
+                         static_cast<uint32_t>(split_begin),
+                         static_cast<uint32_t>(item_groups),
+                         static_cast<uint32_t>(groups),
+                         mode,
+                         static_cast<uint32_t>(n_splits),
+                         static_cast<uint32_t>(n_splits * a.n_rows),
+                         epoch,
+                         0,
+                         0,
+                         0};
+    const BufferRange bindings[] = {{a.w.buffer, r.bind_offset_bytes, r.bind_size_bytes}, a.x, a.scratch, y};
+    RDRR_RETURN_IF_ERROR(rec.dispatch(*pipe, bindings, push, grid, label));
+    split_begin += splits;
+  }
+  if (mode != kPartialsOnly) return true;
+  RDRR_ASSIGN_OR_RETURN(const Pipeline* reduce, get_pipeline(rec, "gemv_reduce", {}, ctx));
+  const uint64_t groups = ceil_div(a.n_rows, reduce->local_size()[0]);
+  RDRR_ASSIGN_OR_RETURN(const auto grid, fold_groups(rec, groups, ctx));
+  const ReducePush push{a.n_rows, static_cast<uint32_t>(n_splits), static_cast<uint32_t>(groups), 0};
+  const BufferRange bindings[] = {a.scratch.sub(0, n_splits * out_bytes), y};
+  RDRR_RETURN_IF_ERROR(rec.dispatch(*reduce, bindings, push, grid, label));
+  return true;
+}
+
 Status record_column(Recorder& rec, const GemvArgs& a, const kernels::KernelInfo& kernel, uint64_t w_bytes,
                      const std::string& ctx, std::string_view label) {
   Device& dev = rec.device();
@@ -62,6 +172,8 @@ Status record_column(Recorder& rec, const GemvArgs& a, const kernels::KernelInfo
   Result<std::vector<BindingRange>> ranges =
       split_binding({a.w.offset, w_bytes, granule, dev.binding_limit_bytes(), dev.binding_alignment()});
   if (!ranges.ok()) return ranges.status().context(ctx);
+  RDRR_ASSIGN_OR_RETURN(const bool split_done, record_column_split(rec, a, *ranges, ctx, label));
+  if (split_done) return Status::Ok();
   const std::vector<SpecValue> spec = gemv_spec(a.tuning, true, kernel, dev.caps());
   Result<const Pipeline*> pipe = dev.pipelines().get(kernel, spec);
   if (!pipe.ok()) return pipe.status().context(ctx);
@@ -84,7 +196,64 @@ Status record_column(Recorder& rec, const GemvArgs& a, const kernels::KernelInfo
   return Status::Ok();
 }
 
+// Row path (flat / row_wise / plain float): one dispatch per binding range of whole rows.
+Status record_rows(Recorder& rec, const GemvArgs& a, const kernels::KernelInfo* kernel, uint64_t w_bytes,
+                   uint64_t unit_bytes, const std::string& ctx, std::string_view label) {
+  Device& dev = rec.device();
+  const bool quantized = quant::is_block_quantized(a.dtype);
+  const uint64_t be = quantized ? static_cast<uint64_t>(quant::block_elems(a.dtype)) : 1;
+  const uint64_t bb = static_cast<uint64_t>(quant::block_bytes(a.dtype));
+  const uint64_t row_stride = (quantized && a.layout == Layout::kRowWise) ? ceil_div(a.k, be) * be : a.k;
+  if (uint64_t{a.n_rows} * row_stride >= (uint64_t{1} << 32)) {
+    return error(StatusCode::kUnsupported, ctx + ": " + std::to_string(uint64_t{a.n_rows} * row_stride) +
+                                               " elements exceed the kernel's 32-bit element indexing");
+  }
+  // Granule: the fewest whole rows that end on a block boundary.
+  const uint64_t rows_per_granule = quantized ? be / std::gcd(row_stride, be) : 1;
+  const uint64_t granule_bytes = rows_per_granule * row_stride / be * bb;
+  Result<std::vector<BindingRange>> ranges =
+      split_binding({a.w.offset, w_bytes, granule_bytes, dev.binding_limit_bytes(), dev.binding_alignment()});
+  if (!ranges.ok()) return ranges.status().context(ctx);
+  // Q4_K with block-aligned rows and 16-byte aligned blocks: the vectorized kernel (gemv_q4k.comp ROWS).
+  bool vec = a.dtype == DType::kQ4_K && row_stride % be == 0;
+  for (const BindingRange& r : *ranges) vec = vec && r.skip_bytes % kQ4KVecBytes == 0;
+  if (vec) kernel = kernels::find_kernel("gemv_q4_k_vec");
+  if (kernel == nullptr) return error(StatusCode::kInternal, ctx + ": kernel gemv_q4_k_vec is not registered");
+  if (vec) unit_bytes = kQ4KVecBytes;
+  std::vector<SpecValue> spec = gemv_spec(a.tuning, false, *kernel, dev.caps());
+  if (vec && a.tuning.diag != 0) spec.push_back({2, a.tuning.diag});
+  if (vec && a.tuning.prefetch != 0) spec.push_back({3, a.tuning.prefetch});
+  Result<const Pipeline*> pipe = dev.pipelines().get(*kernel, spec);
+  if (!pipe.ok()) return pipe.status().context(ctx);
+  const uint32_t num_rows = (*pipe)->spec(1);
+  for (const BindingRange& r : *ranges) {
+    const uint64_t row_begin = r.first_granule * rows_per_granule;
+    const uint64_t row_end = std::min<uint64_t>(a.n_rows, (r.first_granule + r.granule_count) * rows_per_granule);
+    if (row_begin >= row_end) continue;
+    const uint64_t groups = ceil_div(row_end - row_begin, num_rows);
+    Result<std::array<uint32_t, 3>> grid = fold_groups(rec, groups, ctx);
+    if (!grid.ok()) return grid.status();
+    const RowPush push{static_cast<uint32_t>(row_end - row_begin),
+                       a.k,
+                       static_cast<uint32_t>(row_stride),
+                       static_cast<uint32_t>(row_begin),
+                       static_cast<uint32_t>(r.skip_bytes / unit_bytes),
+                       static_cast<uint32_t>(row_begin * row_stride / be),
+                       static_cast<uint32_t>(groups),
+                       0};
+    const BufferRange bindings[] = {{a.w.buffer, r.bind_offset_bytes, r.bind_size_bytes}, a.x, a.y};
+    RDRR_RETURN_IF_ERROR(rec.dispatch(**pipe, bindings, push, *grid, label));
+  }
+  return Status::Ok();
+}
+
 }  // namespace
+
+uint64_t gemv_scratch_bytes(DType dtype, Layout layout, uint32_t n_rows, uint32_t k) {
+  if (dtype != DType::kQ4_K || layout != Layout::kColumnWise) return 0;
+  // Partials (+ 1 split per extra binding range) and one ticket per item group (at most 8 per block).
+  return (ceil_div(k, kMinAutoKChunk) + 1) * n_rows * 4 + ceil_div(n_rows, quant::kQK_K) * 8 * 4;
+}
 
 uint64_t packed_weight_bytes(DType dtype, Layout layout, uint64_t n_rows, uint64_t k) {
   const uint64_t bb = static_cast<uint64_t>(quant::block_bytes(dtype));
@@ -127,43 +296,7 @@ Status record_gemv(Recorder& rec, const GemvArgs& a, std::string_view label) {
   }
   if (a.layout == Layout::kColumnWise) return record_column(rec, a, *kernel, w_bytes, ctx, label);
 
-  Device& dev = rec.device();
-  const bool quantized = quant::is_block_quantized(a.dtype);
-  const uint64_t be = quantized ? static_cast<uint64_t>(quant::block_elems(a.dtype)) : 1;
-  const uint64_t bb = static_cast<uint64_t>(quant::block_bytes(a.dtype));
-  const uint64_t row_stride = (quantized && a.layout == Layout::kRowWise) ? ceil_div(a.k, be) * be : a.k;
-  if (uint64_t{a.n_rows} * row_stride >= (uint64_t{1} << 32)) {
-    return error(StatusCode::kUnsupported, ctx + ": " + std::to_string(uint64_t{a.n_rows} * row_stride) +
-                                               " elements exceed the kernel's 32-bit element indexing");
-  }
-  // Granule: the fewest whole rows that end on a block boundary.
-  const uint64_t rows_per_granule = quantized ? be / std::gcd(row_stride, be) : 1;
-  const uint64_t granule_bytes = rows_per_granule * row_stride / be * bb;
-  Result<std::vector<BindingRange>> ranges =
-      split_binding({a.w.offset, w_bytes, granule_bytes, dev.binding_limit_bytes(), dev.binding_alignment()});
-  if (!ranges.ok()) return ranges.status().context(ctx);
-  Result<const Pipeline*> pipe = dev.pipelines().get(*kernel, gemv_spec(a.tuning, false, *kernel, dev.caps()));
-  if (!pipe.ok()) return pipe.status().context(ctx);
-  const uint32_t num_rows = (*pipe)->spec(1);
-  for (const BindingRange& r : *ranges) {
-    const uint64_t row_begin = r.first_granule * rows_per_granule;
-    const uint64_t row_end = std::min<uint64_t>(a.n_rows, (r.first_granule + r.granule_count) * rows_per_granule);
-    if (row_begin >= row_end) continue;
-    const uint64_t groups = ceil_div(row_end - row_begin, num_rows);
-    Result<std::array<uint32_t, 3>> grid = fold_groups(rec, groups, ctx);
-    if (!grid.ok()) return grid.status();
-    const RowPush push{static_cast<uint32_t>(row_end - row_begin),
-                       a.k,
-                       static_cast<uint32_t>(row_stride),
-                       static_cast<uint32_t>(row_begin),
-                       static_cast<uint32_t>(r.skip_bytes / unit_bytes),
-                       static_cast<uint32_t>(row_begin * row_stride / be),
-                       static_cast<uint32_t>(groups),
-                       0};
-    const BufferRange bindings[] = {{a.w.buffer, r.bind_offset_bytes, r.bind_size_bytes}, a.x, a.y};
-    RDRR_RETURN_IF_ERROR(rec.dispatch(**pipe, bindings, push, *grid, label));
-  }
-  return Status::Ok();
+  return record_rows(rec, a, kernel, w_bytes, unit_bytes, ctx, label);
 }
 
 }  // namespace rdrr::runtime

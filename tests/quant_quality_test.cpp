@@ -1,6 +1,6 @@
 // Quantizer quality on the three fixture models against llama.cpp's Q4_K_M GGUFs (acceptance): for every
-// 2-D weight llama.cpp stored as Q4_K, our Q4_K's relative RMSE against the F32 weights is at most
-// llama.cpp's, and our replica of llama.cpp's reference quantizer reproduces its blocks byte for byte.
+// 2-D weight llama.cpp stored as Q4_K (or Q6_K), our Q4_K's (Q6_K's) relative RMSE against the F32 weights is
+// at most llama.cpp's, and our replica of llama.cpp's reference quantizer reproduces its blocks byte for byte.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -42,6 +42,21 @@ TEST_P(QuantQuality, OursQ4KNeverWorseThanLlamaCpp) {
   if (r.arch == "llama") {
     EXPECT_EQ(permuted, 4) << "attn_q and attn_k of both layers";
   }
+}
+
+// Every tensor llama.cpp stored as Q6_K (output / token_embd and some ffn_down): our Q6_K is at most as bad as
+// llama.cpp's reference quantizer, whose blocks our replica reproduces.
+TEST_P(QuantQuality, OursQ6KNeverWorseThanLlamaCpp) {
+  const QualityReport r = measure(GetParam());
+  int q6k = 0;
+  for (const TensorQuality& t : r.tensors) {
+    if (t.dtype != quant::DType::kQ6_K) continue;
+    ++q6k;
+    EXPECT_LE(t.ratio(), 1.0) << t.gguf_name << ": ours " << t.ours_rel_rmse << " llama.cpp " << t.llama_rel_rmse;
+    EXPECT_GT(t.llama_rel_rmse, 0.005) << t.gguf_name;  // a real Q6_K error, not a degenerate comparison
+    EXPECT_EQ(t.reference_identical_blocks, t.blocks) << t.gguf_name;
+  }
+  EXPECT_GE(q6k, 2) << "too few Q6_K tensors compared";
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, QuantQuality, ::testing::Values("tiny-llama", "tiny-qwen2", "tiny-gemma3"));

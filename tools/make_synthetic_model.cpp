@@ -74,6 +74,28 @@ int fail(const rdrr::Status& s) {
   return rdrr::tools::exit_code_for(s.code());
 }
 
+void print_summary(const std::string& shape, rdrr::quant::DType dtype, const std::string& out,
+                   const rdrr::tools::SyntheticModelSummary& summary, double wall_s, bool json) {
+  const double gb = static_cast<double>(summary.file_bytes) / 1e9;
+  const std::string dtype_str(rdrr::quant::dtype_name(dtype));
+  if (json) {
+    nlohmann::ordered_json j;
+    j["shape"] = shape;
+    j["dtype"] = dtype_str;
+    j["out"] = out;
+    j["files"] = summary.safetensors_files.size();
+    j["params"] = summary.params;
+    j["tensor_bytes"] = summary.tensor_bytes;
+    j["file_bytes"] = summary.file_bytes;
+    j["wall_s"] = wall_s;
+    std::printf("%s\n", j.dump().c_str());
+  } else {
+    std::printf("%s: %s %s, %lld parameters, %zu safetensors file(s), %.2f GB in %.1f s (%.2f GB/s)\n", out.c_str(),
+                shape.c_str(), dtype_str.c_str(), static_cast<long long>(summary.params),
+                summary.safetensors_files.size(), gb, wall_s, gb / wall_s);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -121,23 +143,6 @@ int main(int argc, char** argv) {
   auto summary = rdrr::tools::write_synthetic_model(options);
   if (!summary.ok()) return fail(summary.status());
   const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const double gb = static_cast<double>(summary->file_bytes) / 1e9;
-  const std::string dtype_str(rdrr::quant::dtype_name(*dtype));
-  if (json) {
-    nlohmann::ordered_json j;
-    j["shape"] = shape->name;
-    j["dtype"] = dtype_str;
-    j["out"] = out;
-    j["files"] = summary->safetensors_files.size();
-    j["params"] = summary->params;
-    j["tensor_bytes"] = summary->tensor_bytes;
-    j["file_bytes"] = summary->file_bytes;
-    j["wall_s"] = wall_s;
-    std::printf("%s\n", j.dump().c_str());
-  } else {
-    std::printf("%s: %s %s, %lld parameters, %zu safetensors file(s), %.2f GB in %.1f s (%.2f GB/s)\n", out.c_str(),
-                shape->name.c_str(), dtype_str.c_str(), static_cast<long long>(summary->params),
-                summary->safetensors_files.size(), gb, wall_s, gb / wall_s);
-  }
+  print_summary(shape->name, *dtype, out, *summary, wall_s, json);
   return rdrr::tools::kExitOk;
 }

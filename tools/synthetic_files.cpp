@@ -20,7 +20,8 @@ constexpr const char* kTransformersVersion = "4.45.0";
 
 // Llama 3's pre-tokenizer split pattern.
 constexpr const char* kLlama3Pattern =
-    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*)"
+    R"(|\s*[\r\n]+|\s+(?!\S)|\s+)";
 
 int64_t special_count(const SyntheticShape& s) { return std::min<int64_t>(256, s.vocab_size - 256); }
 
@@ -161,14 +162,19 @@ std::string synthetic_tokenizer_json(const SyntheticShape& s) {
   const std::string bos = special_token_name(0);
   std::string out = R"({"version":"1.0","truncation":null,"padding":null,"added_tokens":[)";
   for (int64_t i = 0; i < special_count(s); ++i) {
-    out += (i ? "," : "") + std::string(R"({"id":)") + std::to_string(base + i) + R"(,"content":)" +
-           json_quote(special_token_name(i)) +
-           R"(,"single_word":false,"lstrip":false,"rstrip":false,"normalized":false,"special":true})";
+    if (i > 0) out += ',';
+    out += R"({"id":)";
+    out += std::to_string(base + i);
+    out += R"(,"content":)";
+    out += json_quote(special_token_name(i));
+    out += R"(,"single_word":false,"lstrip":false,"rstrip":false,"normalized":false,"special":true})";
   }
-  out += R"(],"normalizer":null,"pre_tokenizer":{"type":"Sequence","pretokenizers":[{"type":"Split","pattern":{"Regex":)" +
-         json_quote(kLlama3Pattern) +
-         R"(},"behavior":"Isolated","invert":false},{"type":"ByteLevel","add_prefix_space":false,"trim_offsets":true,"use_regex":false}]},)";
-  out += R"("post_processor":{"type":"Sequence","processors":[{"type":"ByteLevel","add_prefix_space":true,"trim_offsets":false,"use_regex":true},)";
+  out += R"(],"normalizer":null,"pre_tokenizer":{"type":"Sequence","pretokenizers":[)";
+  out += R"({"type":"Split","pattern":{"Regex":)" + json_quote(kLlama3Pattern) +
+         R"(},"behavior":"Isolated","invert":false},)";
+  out += R"({"type":"ByteLevel","add_prefix_space":false,"trim_offsets":true,"use_regex":false}]},)";
+  out += R"("post_processor":{"type":"Sequence","processors":[)";
+  out += R"({"type":"ByteLevel","add_prefix_space":true,"trim_offsets":false,"use_regex":true},)";
   out += R"({"type":"TemplateProcessing","single":[{"SpecialToken":{"id":)" + json_quote(bos) +
          R"(,"type_id":0}},{"Sequence":{"id":"A","type_id":0}}],"pair":[{"SpecialToken":{"id":)" + json_quote(bos) +
          R"(,"type_id":0}},{"Sequence":{"id":"A","type_id":0}},{"SpecialToken":{"id":)" + json_quote(bos) +
@@ -177,9 +183,17 @@ std::string synthetic_tokenizer_json(const SyntheticShape& s) {
   out += R"("decoder":{"type":"ByteLevel","add_prefix_space":true,"trim_offsets":true,"use_regex":true},)";
   out += R"("model":{"type":"BPE","dropout":null,"unk_token":null,"continuing_subword_prefix":null,)"
          R"("end_of_word_suffix":null,"fuse_unk":false,"byte_fallback":false,"ignore_merges":true,"vocab":{)";
-  for (size_t i = 0; i < vocab.size(); ++i) out += (i ? "," : "") + json_quote(vocab[i]) + ":" + std::to_string(i);
+  for (size_t i = 0; i < vocab.size(); ++i) {
+    if (i > 0) out += ',';
+    out += json_quote(vocab[i]);
+    out += ':';
+    out += std::to_string(i);
+  }
   out += R"(},"merges":[)";
-  for (size_t i = 0; i < merges.size(); ++i) out += (i ? "," : "") + json_quote(merges[i]);
+  for (size_t i = 0; i < merges.size(); ++i) {
+    if (i > 0) out += ',';
+    out += json_quote(merges[i]);
+  }
   out += "]}}\n";
   return out;
 }

@@ -4,9 +4,15 @@
 // SafeTensors shards split as transformers' save_pretrained does.
 //
 // Weights: matrices ~ N(0, 0.02) (Irwin-Hall sum of four 16-bit uniforms, scaled), RMSNorm weights = 1.
-// Every value depends only on (seed, tensor name, element index): splitmix64 as a counter-based generator,
-// run in parallel chunks with oneTBB, so the bytes are identical at any thread count and for any shard size. Files are streamed tensor by tensor through two 32 MiB buffers (one filled
-// while the other is written), never the whole model in memory.
+// Every value depends only on (seed, tensor name, element index): a counter-based hash (murmur3 finaliser),
+// run in parallel chunks with oneTBB, so the bytes are identical at any thread count and for any shard size.
+// Files are streamed tensor by tensor through two 32 MiB buffers (one filled while the other is written), never
+// the whole model in memory.
+//
+// Tokenizer: ids 0..255 are GPT-2's byte alphabet, then merges (two bytes, then a two-byte token and a byte)
+// up to vocab_size - S, then S = min(256, vocab_size - 256) special tokens named as Llama 3's (BOS
+// <|begin_of_text|> = vocab_size - S, EOS <|end_of_text|> = BOS + 1; 128000/128001 for the presets).
+// The 8B preset uses Llama 3.1's rope_scaling factor 8 (the 1B preset: Llama 3.2's 32).
 //
 // Sharding (huggingface_hub's split_state_dict_into_shards, transformers' default max_shard_size "5GB" =
 // 5e9 bytes): tensors in state-dict order; a tensor larger than the limit gets a shard of its own; otherwise

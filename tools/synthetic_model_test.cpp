@@ -231,6 +231,21 @@ TEST_F(SyntheticModelTest, TextFiles) {
   EXPECT_EQ(tc["bos_token"], "<|begin_of_text|>");
 }
 
+TEST(SyntheticValues, AnyRangeMatchesTheWholeTensor) {
+  std::vector<float> whole(200'000);
+  fill_synthetic_values(99, 0, whole);
+  for (int64_t first : {int64_t{1}, int64_t{65535}, int64_t{65536}, int64_t{70'001}, int64_t{131'000}}) {
+    std::vector<float> part(60'000);
+    fill_synthetic_values(99, first, part);
+    for (size_t i = 0; i < part.size(); ++i) ASSERT_EQ(part[i], whole[static_cast<size_t>(first) + i]) << first;
+  }
+  std::vector<float> other(1000);
+  fill_synthetic_values(100, 0, other);
+  EXPECT_NE(other[0], whole[0]);
+  // Irwin-Hall(4) bounds: |x| <= 131070 * scale, about 3.46 standard deviations.
+  for (float v : whole) ASSERT_LE(std::fabs(v), 0.0693f);
+}
+
 TEST(SyntheticShapes, PresetsAndSharding) {
   const auto one_b = *synthetic_shape_preset("llama-3.2-1b");
   const auto t1 = synthetic_tensors(one_b);

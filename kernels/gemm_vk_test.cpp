@@ -1,0 +1,269 @@
+// GEMM differential tests: GPU Y = X W^T with W packed (F32, F16, Q8_0, Q6_K, Q4_K in every layout the gemm
+// kernels accept) against the same product in double on the exactly-dequantized weights. M covers 1, 3, 17
+// and 64 rows, K is odd (padding inside blocks, masked K tiles), N is off the tile and off 256; Y is
+// NaN-poisoned first and a few elements past M * N must stay poisoned (no stray writes).
+#include <cmath>
+#include <cstring>
+
+#include "kernels/kernel_test_ref.h"
+#include "runtime/ops.h"
+#include "runtime/vk_test_fixture.h"
+
+namespace rdrr::kernels {
+namespace {
+
+using quant::DType;
+using quant::Layout;
+using runtime::GemmTuning;
+using runtime::testing::VulkanTest;
+
+// NMSE bound vs the double reference on the dequantized weights: the kernel decodes every weight exactly
+// and accumulates in f32, so only f32 rounding remains (about 1e-14 on lavapipe); one wrong weight or index
+// among ~10^4 products gives NMSE >= ~1e-5.
+constexpr double kGemmNmse = 1e-9;
+
+struct GemmCase {
+  DType dtype;
+  Layout layout;
+  uint32_t m;
+  uint32_t n;
+  uint32_t k;
+  GemmTuning tuning;
+  uint32_t w_offset = 64;  // byte offset of the tensor in its buffer
+};
+
+std::string case_text(const GemmCase& c) {
+  std::string s = std::string(quant::dtype_name(c.dtype)) + "_" + std::string(quant::layout_name(c.layout)) + "_M" +
+                  std::to_string(c.m) + "_N" + std::to_string(c.n) + "_K" + std::to_string(c.k);
+  if (c.tuning.local_size_x) s += "_lx" + std::to_string(c.tuning.local_size_x);
+  if (c.tuning.local_size_y) s += "_ly" + std::to_string(c.tuning.local_size_y);
+  if (c.tuning.rm) s += "_rm" + std::to_string(c.tuning.rm);
+  if (c.tuning.rn) s += "_rn" + std::to_string(c.tuning.rn);
+  if (c.tuning.tk) s += "_tk" + std::to_string(c.tuning.tk);
+  if (c.w_offset != 64) s += "_off" + std::to_string(c.w_offset);
+  return s;
+}
+std::string case_name(const ::testing::TestParamInfo<GemmCase>& info) { return case_text(info.param); }
+void PrintTo(const GemmCase& c, std::ostream* os) { *os << case_text(c); }
+
+struct GemmOutcome {
+  double nmse = INFINITY;
+  uint32_t dispatches = 0;
+};
+
+GemmOutcome run_gemm_case(runtime::Device& dev, runtime::Recorder& rec, const GemmCase& c, uint32_t seed) {
+  std::mt19937 rng(seed);
+  const testing::PackedWeight w = testing::random_weight(rng, c.dtype, c.layout, c.n, c.k);
+  const std::vector<float> x = runtime::testing::random_f32(rng, size_t{c.m} * c.k);
+  constexpr uint32_t kGuard = 7;
+  std::vector<std::byte> wbytes(c.w_offset + w.bytes.size(), std::byte{0x33});
+  std::memcpy(wbytes.data() + c.w_offset, w.bytes.data(), w.bytes.size());
+  auto wb = dev.allocate(wbytes.size(), "w");
+  std::vector<float> x_guarded = x;  // a tail of large values past M * K: reads beyond x show
+  x_guarded.resize(x.size() + 61, 1000.0f);
+  auto xb = dev.allocate(x_guarded.size() * 4, "x");
+  const size_t y_elems = size_t{c.m} * c.n;
+  auto yb = dev.allocate((y_elems + kGuard) * 4, "y");
+  EXPECT_TRUE(wb.ok() && xb.ok() && yb.ok());
+  EXPECT_TRUE(dev.upload(wb->range(), wbytes).ok());
+  EXPECT_TRUE(dev.upload(xb->range(), std::as_bytes(std::span(x_guarded))).ok());
+  EXPECT_TRUE(dev.fill(yb->range(), runtime::testing::kPoisonBits).ok());
+  runtime::GemmArgs args;
+  args.w = wb->range().sub(c.w_offset, w.bytes.size());
+  args.dtype = c.dtype;
+  args.layout = c.layout;
+  args.n_rows = c.n;
+  args.k = c.k;
+  args.m_rows = c.m;
+  args.x = xb->range();
+  args.y = yb->range().sub(0, y_elems * 4);
+  args.tuning = c.tuning;
+  const Status s = runtime::record_gemm(rec, args);
+  EXPECT_TRUE(s.ok()) << s.to_string();
+  auto r = rec.submit_and_wait();
+  EXPECT_TRUE(r.ok()) << r.status().to_string();
+  GemmOutcome out;
+  out.dispatches = r.ok() ? r->dispatches : 0;
+  std::vector<float> y(y_elems + kGuard);
+  EXPECT_TRUE(dev.download(yb->range(), std::as_writable_bytes(std::span(y))).ok());
+  for (size_t i = y_elems; i < y.size(); ++i) {
+    uint32_t bits = 0;
+    std::memcpy(&bits, &y[i], 4);
+    EXPECT_EQ(bits, runtime::testing::kPoisonBits) << "stray write at y[" << i << "]";
+  }
+  y.resize(y_elems);
+  EXPECT_EQ(runtime::testing::count_non_finite(y), 0u) << "unwritten or non-finite outputs";
+  std::vector<double> ref;
+  ref.reserve(y_elems);
+  for (uint32_t row = 0; row < c.m; ++row) {
+    const std::vector<double> yr =
+        testing::reference_gemv(w, std::span(x).subspan(size_t{row} * c.k, c.k), c.n, c.k);
+    ref.insert(ref.end(), yr.begin(), yr.end());
+  }
+  out.nmse = runtime::testing::nmse(y, ref);
+  return out;
+}
+
+class GemmTest : public VulkanTest, public ::testing::WithParamInterface<GemmCase> {};
+
+TEST_P(GemmTest, MatchesDoubleReference) {
+  const GemmCase& c = GetParam();
+  const GemmOutcome o = run_gemm_case(dev(), rec(), c, 3000 + c.m * 131 + c.n * 7 + c.k);
+  std::printf("  NMSE %.3e over %u dispatches\n", o.nmse, o.dispatches);
+  EXPECT_LT(o.nmse, kGemmNmse);
+  EXPECT_EQ(o.dispatches, 1u);
+}
+
+// Default tile: TM = 16 rows, TN = 64 outputs, TK = 32 inputs.
+const GemmCase kCases[] = {
+    {DType::kF32, Layout::kRowWise, 1, 37, 301, {}},
+    {DType::kF32, Layout::kRowWise, 17, 70, 33, {}},
+    {DType::kF16, Layout::kRowWise, 3, 37, 301, {}},
+    {DType::kF16, Layout::kRowWise, 64, 65, 7, {}},
+    {DType::kQ8_0, Layout::kRowWise, 17, 33, 85, {}},
+    {DType::kQ8_0, Layout::kFlat, 3, 13, 45, {}},
+    {DType::kQ8_0, Layout::kRowWise, 64, 70, 97, {8, 4, 1, 2, 16}},
+    {DType::kQ6_K, Layout::kRowWise, 1, 19, 513, {}},
+    {DType::kQ6_K, Layout::kRowWise, 17, 67, 301, {}},
+    {DType::kQ6_K, Layout::kFlat, 3, 9, 301, {}},
+    {DType::kQ4_K, Layout::kRowWise, 1, 21, 513, {}},
+    {DType::kQ4_K, Layout::kRowWise, 64, 65, 301, {}},
+    {DType::kQ4_K, Layout::kRowWise, 3, 3, 1, {}},
+    {DType::kQ4_K, Layout::kFlat, 17, 9, 301, {}},
+    {DType::kQ4_K, Layout::kFlat, 64, 5, 99, {32, 2, 3, 1, 8}},
+    {DType::kQ4_K, Layout::kColumnWise, 1, 300, 37, {}},
+    {DType::kQ4_K, Layout::kColumnWise, 3, 257, 65, {}},
+    {DType::kQ4_K, Layout::kColumnWise, 17, 513, 21, {}},
+    {DType::kQ4_K, Layout::kColumnWise, 64, 300, 33, {16, 16, 4, 1, 64}},
+    {DType::kQ4_K, Layout::kRowWise, 17, 21, 257, {}, 68},  // blocks not 16-byte aligned
+};
+INSTANTIATE_TEST_SUITE_P(Shapes, GemmTest, ::testing::ValuesIn(kCases), case_name);
+
+// A device whose binding cap is 16 KiB: every weight below spans several descriptor ranges (row layouts:
+// ranges of outputs; column_wise: ranges of inputs added into y).
+class GemmSplitTest : public VulkanTest, public ::testing::WithParamInterface<GemmCase> {
+ protected:
+  runtime::DeviceOptions options() const override {
+    runtime::DeviceOptions o = runtime::testing::test_device_options();
+    o.max_binding_bytes = 16384;
+    return o;
+  }
+};
+
+TEST_P(GemmSplitTest, SplitBindingsMatchDoubleReference) {
+  const GemmCase& c = GetParam();
+  ASSERT_GT(runtime::packed_weight_bytes(c.dtype, c.layout, c.n, c.k), dev().binding_limit_bytes());
+  const GemmOutcome o = run_gemm_case(dev(), rec(), c, 4000 + c.m + c.n + c.k);
+  std::printf("  NMSE %.3e over %u dispatches\n", o.nmse, o.dispatches);
+  EXPECT_LT(o.nmse, kGemmNmse);
+  EXPECT_GT(o.dispatches, 1u);
+}
+
+const GemmCase kSplitCases[] = {
+    {DType::kF32, Layout::kRowWise, 3, 40, 301, {}},
+    {DType::kF16, Layout::kRowWise, 3, 40, 301, {}},
+    {DType::kQ8_0, Layout::kRowWise, 17, 200, 99, {}},
+    {DType::kQ6_K, Layout::kRowWise, 3, 40, 301, {}},
+    {DType::kQ4_K, Layout::kRowWise, 3, 61, 513, {}},
+    {DType::kQ4_K, Layout::kFlat, 3, 150, 300, {}},  // flat: ranges of 64 outputs (K = 300 = 4 * 75)
+    {DType::kQ4_K, Layout::kColumnWise, 3, 300, 151, {}},
+};
+INSTANTIATE_TEST_SUITE_P(Shapes, GemmSplitTest, ::testing::ValuesIn(kSplitCases), case_name);
+
+// x and y are bound whole (only w is split): beyond one binding they are a clear error.
+class GemmSplitErrors : public GemmSplitTest {};
+
+TEST_F(GemmSplitErrors, ActivationsBeyondOneBinding) {
+  auto w = alloc(64 * 64 * 4);
+  auto x = alloc(80 * 64 * 4);
+  auto y = alloc(80 * 64 * 4);
+  runtime::GemmArgs a;
+  a.w = w.range();
+  a.x = x.range();
+  a.y = y.range();
+  a.n_rows = 64;
+  a.k = 64;
+  a.m_rows = 80;  // 20480 bytes of x > 16384
+  Status s = runtime::record_gemm(rec(), a, "q");
+  EXPECT_EQ(s.code(), StatusCode::kUnsupported);
+  EXPECT_NE(s.message().find("x range of 20480 bytes > binding limit 16384"), std::string::npos) << s.message();
+  EXPECT_EQ(rec().dispatch_count(), 0u);
+}
+
+class GemmErrors : public VulkanTest {};
+
+TEST_F(GemmErrors, NamesTheBadField) {
+  auto w = alloc(4096);
+  auto x = alloc(2048);
+  auto y = alloc(1024);
+  runtime::GemmArgs a;
+  a.w = w.range();
+  a.x = x.range();
+  a.y = y.range();
+  a.dtype = DType::kQ4_K;
+  a.layout = Layout::kRowWise;
+  a.n_rows = 30;
+  a.k = 256;
+  a.m_rows = 1;
+  Status s = runtime::record_gemm(rec(), a, "blk.0.ffn_up");
+  EXPECT_EQ(s.code(), StatusCode::kValidation);
+  EXPECT_NE(s.message().find("gemm blk.0.ffn_up [Q4_K row_wise M=1 N=30 K=256]: w range of 4096 bytes < required 4320"),
+            std::string::npos)
+      << s.message();
+  a.n_rows = 4;
+  a.k = 300;
+  a.m_rows = 2;
+  s = runtime::record_gemm(rec(), a, "q");
+  EXPECT_EQ(s.code(), StatusCode::kValidation);
+  EXPECT_NE(s.message().find("x range of 2048 bytes < required 2400"), std::string::npos) << s.message();
+  a.k = 200;
+  a.n_rows = 200;
+  a.layout = Layout::kFlat;
+  a.m_rows = 2;
+  a.w = w.range().sub(0, 4096);
+  s = runtime::record_gemm(rec(), a, "q");
+  EXPECT_EQ(s.code(), StatusCode::kValidation);
+  EXPECT_NE(s.message().find("w range of 4096 bytes < required"), std::string::npos) << s.message();
+  a.layout = Layout::kRowWise;
+  a.n_rows = 4;
+  a.k = 100;
+  a.y = y.range().sub(0, 16);
+  s = runtime::record_gemm(rec(), a, "q");
+  EXPECT_EQ(s.code(), StatusCode::kValidation);
+  EXPECT_NE(s.message().find("y range of 16 bytes < required 32"), std::string::npos) << s.message();
+  a.y = y.range();
+  a.w = w.range().sub(2, 2000);
+  s = runtime::record_gemm(rec(), a, "q");
+  EXPECT_EQ(s.code(), StatusCode::kValidation);
+  EXPECT_NE(s.message().find("w offset 2 is not a multiple of 4"), std::string::npos) << s.message();
+  a.w = w.range();
+  a.y = x.range().sub(512, 32);
+  a.x = x.range().sub(0, 800);
+  s = runtime::record_gemm(rec(), a, "q");
+  EXPECT_EQ(s.code(), StatusCode::kValidation);
+  EXPECT_NE(s.message().find("y overlaps w or x"), std::string::npos) << s.message();
+  a.x = x.range();
+  a.y = y.range();
+  a.m_rows = 0;
+  s = runtime::record_gemm(rec(), a, "q");
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("empty shape"), std::string::npos) << s.message();
+  a.m_rows = 1;
+  a.dtype = DType::kQ6_K;
+  a.layout = Layout::kColumnWise;
+  s = runtime::record_gemm(rec(), a, "q");
+  EXPECT_EQ(s.code(), StatusCode::kUnsupported);
+  EXPECT_NE(s.message().find("no gemm kernel for this dtype and layout"), std::string::npos) << s.message();
+  a.dtype = DType::kF32;
+  a.layout = Layout::kRowWise;
+  a.n_rows = 2;
+  a.k = 4;
+  a.tuning = {32, 32, 8, 8, 1024};  // (256 + 256) * 1024 * 4 bytes of shared memory
+  s = runtime::record_gemm(rec(), a, "q");
+  EXPECT_EQ(s.code(), StatusCode::kUnsupported);
+  EXPECT_NE(s.message().find("bytes of shared memory > device limit"), std::string::npos) << s.message();
+  EXPECT_EQ(rec().dispatch_count(), 0u);
+}
+
+}  // namespace
+}  // namespace rdrr::kernels

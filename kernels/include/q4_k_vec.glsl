@@ -1,0 +1,42 @@
+// Q4_K decode on 16-byte vectors (gemv_q4k.comp). A 144-byte block is 9 uvec4 when blocks start 16-byte
+// aligned (144 = 9 * 16): uvec4 0 = header (d | dmin, scale words 1..3), uvec4 1 + j (j = 0..7) = qs bytes
+// 16j .. 16j + 15, the "item" j: chunk c = j / 2, half h = j % 2; its byte 4m + t (word m, byte t) holds
+// value 64c + 16h + 4m + t in the low nibble (sub-block 2c) and that value + 32 in the high nibble
+// (sub-block 2c + 1). See q4_k.glsl for the block format.
+//
+// Nibble -> float without an int-to-float conversion: with the nibble at bit p <= 19 of v,
+// bits(v & (15 << p) | (150 - p) << 23) is the float 2^(23 - p) + q exactly, so subtracting 2^(23 - p) gives q
+// exactly (one LOP3 and one FADD on NVIDIA instead of a quarter-rate I2F).
+#ifndef RDRR_Q4_K_VEC_GLSL
+#define RDRR_Q4_K_VEC_GLSL
+
+#define Q4V_BLOCK_VECS 9u
+
+float q4v_nib(uint v, uint p) { return uintBitsToFloat((v & (15u << p)) | ((150u - p) << 23)) - float(1u << (23u - p)); }
+
+// A byte value (0..255, bits 0-7 of v, upper bits zero) as a float, same trick.
+float q4v_byte(uint v) { return uintBitsToFloat(v | 0x4b000000u) - 8388608.0; }
+
+// The 8 nibble values of word w as (low nibbles of bytes 0..3, high nibbles of bytes 0..3).
+void q4v_word(uint w, out vec4 lo, out vec4 hi) {
+  const uint s = w >> 12;  // nibbles at bits 20, 24, 28 move to 8, 12, 16
+  lo = vec4(q4v_nib(w, 0u), q4v_nib(w, 8u), q4v_nib(w, 16u), q4v_nib(s, 12u));
+  hi = vec4(q4v_nib(w, 4u), q4v_nib(w, 12u), q4v_nib(s, 8u), q4v_nib(s, 16u));
+}
+
+// Sub-block scales and mins of item j's two sub-blocks (2c, 2c + 1), c = j / 2, from the header vector:
+// returns (sc_lo, sc_hi, m_lo, m_hi) as floats (llama.cpp get_scale_min_k4 on whole words: sub-blocks 0..3
+// are the low 6 bits of scale bytes 0..3 / 4..7; 4..7 combine nibbles of bytes 8..11 with the top 2 bits of
+// bytes 0..3 / 4..7). The c-dependent selects are loop-invariant for a thread.
+vec4 q4v_scales(uvec4 hdr, uint c) {
+  const bool upper = c >= 2u;
+  const uint lo_mask = upper ? 0x0f0f0f0fu : 0x3f3f3f3fu;
+  const uint hi_mask = upper ? 0x30303030u : 0u;
+  const uint sh = 16u * (c & 1u);
+  const uint scw = (((upper ? hdr.w : hdr.y) & lo_mask) | ((hdr.y >> 2) & hi_mask)) >> sh;
+  const uint mw = (((upper ? hdr.w >> 4 : hdr.z) & lo_mask) | ((hdr.z >> 2) & hi_mask)) >> sh;
+  return vec4(q4v_byte(scw & 0xffu), q4v_byte((scw >> 8) & 0xffu), q4v_byte(mw & 0xffu),
+              q4v_byte((mw >> 8) & 0xffu));
+}
+
+#endif

@@ -1,0 +1,176 @@
+// record_gemm: prefill matmul Y[M, N] = X[M, K] W^T over packed weights (kernels/gemm.comp). Row layouts
+// (flat / row_wise / plain float) split large weights into ranges of whole outputs; Q4_K column_wise into
+// ranges of inputs, later ranges adding into Y.
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "kernels/registry.h"
+#include "quant/blocks.h"
+#include "runtime/binding_split.h"
+#include "runtime/device.h"
+#include "runtime/ops.h"
+#include "runtime/ops_util.h"
+#include "runtime/pipeline.h"
+
+namespace rdrr::runtime {
+namespace {
+
+using quant::DType;
+using quant::Layout;
+using namespace ops_detail;
+
+struct GemmPush {
+  uint32_t m, n_total, n_rows, row_begin, k, k_begin, k_total, row_stride;
+  uint32_t w_base, block_begin, blocks_per_n, accumulate, tiles_n, n_groups, pad0, pad1;
+};
+static_assert(sizeof(GemmPush) == 64);
+
+constexpr uint64_t kIndexLimit = uint64_t{1} << 32;
+
+std::vector<SpecValue> gemm_spec(const GemmTuning& t) {
+  std::vector<SpecValue> s;
+  if (t.local_size_x != 0) s.push_back({0, t.local_size_x});
+  if (t.local_size_y != 0) s.push_back({1, t.local_size_y});
+  if (t.rm != 0) s.push_back({2, t.rm});
+  if (t.rn != 0) s.push_back({3, t.rn});
+  if (t.tk != 0) s.push_back({4, t.tk});
+  return s;
+}
+
+// Pipeline with the tuning's tile (0 = registry default), checked against the device's shared memory first.
+Result<const Pipeline*> gemm_pipeline(Recorder& rec, const kernels::KernelInfo& kernel, const GemmTuning& t,
+                                      const std::string& ctx) {
+  const std::vector<SpecValue> spec = gemm_spec(t);
+  uint64_t v[5] = {0, 0, 0, 0, 0};
+  for (const kernels::SpecInfo& si : kernel.spec) {
+    if (si.id < 5) v[si.id] = si.default_value;
+  }
+  for (const SpecValue& sv : spec) v[sv.id] = sv.value;
+  if (v[0] * v[1] * v[2] * v[3] * v[4] == 0) return error(StatusCode::kInvalidArgument, ctx + ": tile size is 0");
+  const uint64_t shared_bytes = (v[1] * v[2] + v[0] * v[3]) * v[4] * 4;
+  const uint64_t limit = rec.device().caps().max_compute_shared_memory_bytes;
+  if (shared_bytes > limit) {
+    return error(StatusCode::kUnsupported, ctx + ": tile needs " + std::to_string(shared_bytes) +
+                                               " bytes of shared memory > device limit " + std::to_string(limit));
+  }
+  Result<const Pipeline*> pipe = rec.device().pipelines().get(kernel, spec);
+  if (!pipe.ok()) return pipe.status().context(ctx);
+  return pipe;
+}
+
+struct Tile {
+  uint64_t tm, tn;
+};
+Tile tile_of(const Pipeline& p) {
+  return {uint64_t{p.local_size()[1]} * p.spec(2), uint64_t{p.local_size()[0]} * p.spec(3)};
+}
+
+Status dispatch_gemm(Recorder& rec, const Pipeline& pipe, const GemmArgs& a, GemmPush push, const BufferRange& w,
+                     const std::string& ctx, std::string_view label) {
+  const Tile t = tile_of(pipe);
+  const uint64_t tiles_n = ceil_div(push.n_rows, t.tn);
+  const uint64_t groups = ceil_div(a.m_rows, t.tm) * tiles_n;
+  RDRR_ASSIGN_OR_RETURN(const auto grid, fold_groups(rec, groups, ctx));
+  push.tiles_n = static_cast<uint32_t>(tiles_n);
+  push.n_groups = static_cast<uint32_t>(groups);
+  const BufferRange bindings[] = {w, a.x, a.y};
+  return rec.dispatch(pipe, bindings, push, grid, label);
+}
+
+// Q4_K column_wise: one dispatch per binding range of whole inputs (granule = one input's blocks).
+Status record_gemm_column(Recorder& rec, const GemmArgs& a, const Pipeline& pipe, uint64_t w_bytes,
+                          const std::string& ctx, std::string_view label) {
+  Device& dev = rec.device();
+  const uint64_t blocks_per_n = ceil_div(a.n_rows, quant::kQK_K);
+  if (uint64_t{a.k} * blocks_per_n * (sizeof(quant::BlockQ4K) / 4) >= kIndexLimit) {
+    return error(StatusCode::kUnsupported, ctx + ": weight exceeds the kernel's 32-bit word indexing");
+  }
+  Result<std::vector<BindingRange>> ranges = split_binding(
+      {a.w.offset, w_bytes, blocks_per_n * sizeof(quant::BlockQ4K), dev.binding_limit_bytes(), dev.binding_alignment()});
+  if (!ranges.ok()) return ranges.status().context(ctx);
+  for (size_t i = 0; i < ranges->size(); ++i) {
+    const BindingRange& r = (*ranges)[i];
+    const GemmPush push{a.m_rows, a.n_rows, a.n_rows, 0, static_cast<uint32_t>(r.granule_count),
+                        static_cast<uint32_t>(r.first_granule), a.k, 0, static_cast<uint32_t>(r.skip_bytes / 4), 0,
+                        static_cast<uint32_t>(blocks_per_n), i > 0 ? 1u : 0u, 0, 0, 0, 0};
+    RDRR_RETURN_IF_ERROR(
+        dispatch_gemm(rec, pipe, a, push, {a.w.buffer, r.bind_offset_bytes, r.bind_size_bytes}, ctx, label));
+  }
+  return Status::Ok();
+}
+
+// Row layouts: one dispatch per binding range of whole outputs (same granules as record_gemv's row path).
+Status record_gemm_rows(Recorder& rec, const GemmArgs& a, const Pipeline& pipe, uint64_t w_bytes, uint64_t unit_bytes,
+                        const std::string& ctx, std::string_view label) {
+  Device& dev = rec.device();
+  const bool quantized = quant::is_block_quantized(a.dtype);
+  const uint64_t be = quantized ? static_cast<uint64_t>(quant::block_elems(a.dtype)) : 1;
+  const uint64_t bb = static_cast<uint64_t>(quant::block_bytes(a.dtype));
+  const uint64_t row_stride = (quantized && a.layout == Layout::kRowWise) ? ceil_div(a.k, be) * be : a.k;
+  if (uint64_t{a.n_rows} * row_stride >= kIndexLimit) {
+    return error(StatusCode::kUnsupported, ctx + ": " + std::to_string(uint64_t{a.n_rows} * row_stride) +
+                                               " elements exceed the kernel's 32-bit element indexing");
+  }
+  const uint64_t rows_per_granule = quantized ? be / std::gcd(row_stride, be) : 1;
+  const uint64_t granule_bytes = rows_per_granule * row_stride / be * bb;
+  Result<std::vector<BindingRange>> ranges =
+      split_binding({a.w.offset, w_bytes, granule_bytes, dev.binding_limit_bytes(), dev.binding_alignment()});
+  if (!ranges.ok()) return ranges.status().context(ctx);
+  for (const BindingRange& r : *ranges) {
+    const uint64_t row_begin = r.first_granule * rows_per_granule;
+    const uint64_t row_end = std::min<uint64_t>(a.n_rows, (r.first_granule + r.granule_count) * rows_per_granule);
+    if (row_begin >= row_end) continue;
+    const GemmPush push{a.m_rows, a.n_rows, static_cast<uint32_t>(row_end - row_begin),
+                        static_cast<uint32_t>(row_begin), a.k, 0, a.k, static_cast<uint32_t>(row_stride),
+                        static_cast<uint32_t>(r.skip_bytes / unit_bytes), static_cast<uint32_t>(row_begin * row_stride / be),
+                        0, 0, 0, 0, 0, 0};
+    RDRR_RETURN_IF_ERROR(
+        dispatch_gemm(rec, pipe, a, push, {a.w.buffer, r.bind_offset_bytes, r.bind_size_bytes}, ctx, label));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status record_gemm(Recorder& rec, const GemmArgs& a, std::string_view label) {
+  const std::string ctx = "gemm " + std::string(label) + " [" + std::string(quant::dtype_name(a.dtype)) + " " +
+                          std::string(quant::layout_name(a.layout)) + " M=" + std::to_string(a.m_rows) +
+                          " N=" + std::to_string(a.n_rows) + " K=" + std::to_string(a.k) + "]";
+  if (a.m_rows == 0 || a.n_rows == 0 || a.k == 0) return error(StatusCode::kInvalidArgument, ctx + ": empty shape");
+  const kernels::KernelInfo* kernel = kernels::find_kernel(kernels::Op::kGemm, a.dtype, a.layout);
+  if (kernel == nullptr) return error(StatusCode::kUnsupported, ctx + ": no gemm kernel for this dtype and layout");
+  const uint64_t w_bytes = packed_weight_bytes(a.dtype, a.layout, a.n_rows, a.k);
+  const uint64_t x_bytes = uint64_t{a.m_rows} * a.k * 4;
+  const uint64_t y_bytes = uint64_t{a.m_rows} * a.n_rows * 4;
+  RDRR_RETURN_IF_ERROR(need_bytes(a.w, w_bytes, "w", ctx));
+  RDRR_RETURN_IF_ERROR(need_bytes(a.x, x_bytes, "x", ctx));
+  RDRR_RETURN_IF_ERROR(need_bytes(a.y, y_bytes, "y", ctx));
+  if (x_bytes / 4 >= kIndexLimit || y_bytes / 4 >= kIndexLimit) {
+    return error(StatusCode::kUnsupported, ctx + ": x or y exceeds the kernel's 32-bit element indexing");
+  }
+  // x and y are bound whole: they must fit one binding (only w is split).
+  for (const auto& [r, field] : {std::pair{a.x.sub(0, x_bytes), "x"}, std::pair{a.y.sub(0, y_bytes), "y"}}) {
+    if (r.size > rec.device().binding_limit_bytes()) {
+      return error(StatusCode::kUnsupported, ctx + ": " + field + " range of " + std::to_string(r.size) +
+                                                 " bytes > binding limit " +
+                                                 std::to_string(rec.device().binding_limit_bytes()));
+    }
+  }
+  const uint64_t unit_bytes = (a.dtype == DType::kQ4_K || a.dtype == DType::kF32) ? 4 : 2;
+  if (a.w.offset % unit_bytes != 0) {
+    return error(StatusCode::kValidation, ctx + ": w offset " + std::to_string(a.w.offset) + " is not a multiple of " +
+                                              std::to_string(unit_bytes));
+  }
+  if (overlaps(a.y.sub(0, y_bytes), a.w) || overlaps(a.y.sub(0, y_bytes), a.x.sub(0, x_bytes))) {
+    return error(StatusCode::kValidation, ctx + ": y overlaps w or x");
+  }
+  RDRR_ASSIGN_OR_RETURN(const Pipeline* pipe, gemm_pipeline(rec, *kernel, a.tuning, ctx));
+  GemmArgs bound = a;
+  bound.x = a.x.sub(0, x_bytes);
+  bound.y = a.y.sub(0, y_bytes);
+  if (a.layout == Layout::kColumnWise) return record_gemm_column(rec, bound, *pipe, w_bytes, ctx, label);
+  return record_gemm_rows(rec, bound, *pipe, w_bytes, unit_bytes, ctx, label);
+}
+
+}  // namespace rdrr::runtime
