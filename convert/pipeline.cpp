@@ -33,6 +33,7 @@ std::span<T> sized(std::vector<T>& v, size_t n) {
 // Large uninitialised byte buffers (column_wise tensors), kept for reuse so their pages stay mapped.
 class BigBufferPool {
  public:
+  static constexpr size_t kMaxKeptBytes = 128u << 20;
   struct Buffer {
     std::unique_ptr<uint8_t[]> data;
     size_t capacity = 0;
@@ -52,6 +53,7 @@ class BigBufferPool {
     return Buffer{std::unique_ptr<uint8_t[]>(new uint8_t[n]), n};
   }
   void give(Buffer b) {
+    if (b.capacity > kMaxKeptBytes) return;  // an embedding-sized buffer is freed, not kept for the layers
     std::lock_guard<std::mutex> lock(mu_);
     free_.push_back(std::move(b));
     if (free_.size() > 2) {
