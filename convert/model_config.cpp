@@ -10,6 +10,7 @@
 #include "quant/f16.h"
 #include "rdrr/json_strict.h"
 #include "rdrr/mapped_file.h"
+#include "rdrr/validate.h"
 
 namespace rdrr::convert {
 namespace mcfg {
@@ -224,106 +225,6 @@ namespace {
 
 Status invalid(std::string msg) { return error(StatusCode::kValidation, std::move(msg)); }
 
-Status check_positive(const std::string& field, double v) {
-  if (!std::isfinite(v)) return error(StatusCode::kNonFinite, field + ": " + mcfg::fmt_double(v) + " is not finite");
-  if (!(v > 0)) return invalid(field + ": " + mcfg::fmt_double(v) + " must be > 0");
-  return Status::Ok();
-}
-
-Status check_architecture(const Architecture& a) {
-  const std::pair<const char*, uint64_t> positive[] = {
-      {"numLayers", a.num_layers},           {"hiddenSize", a.hidden_size},
-      {"intermediateSize", a.intermediate_size}, {"numAttentionHeads", a.num_attention_heads},
-      {"numKeyValueHeads", a.num_key_value_heads}, {"headDim", a.head_dim},
-      {"vocabSize", a.vocab_size},           {"maxSeqLen", a.max_seq_len}};
-  for (const auto& [name, value] : positive) {
-    if (value == 0) return invalid(std::string("architecture.") + name + ": must be > 0");
-  }
-  if (a.num_layers > kMaxLayers) {
-    return invalid("architecture.numLayers: " + std::to_string(a.num_layers) + " exceeds the limit of " +
-                   std::to_string(kMaxLayers));
-  }
-  if (a.num_attention_heads % a.num_key_value_heads != 0) {
-    return invalid("architecture: numAttentionHeads " + std::to_string(a.num_attention_heads) +
-                   " is not a multiple of numKeyValueHeads " + std::to_string(a.num_key_value_heads));
-  }
-  if (a.head_dim % 2 != 0) return invalid("architecture.headDim: " + std::to_string(a.head_dim) + " is odd");
-  return Status::Ok();
-}
-
-Status check_attention(const Architecture& arch, const AttentionConfig& a) {
-  if (a.layer_types.size() != arch.num_layers) {
-    return invalid("inference.attention.layerTypes: " + std::to_string(a.layer_types.size()) +
-                   " entries != numLayers " + std::to_string(arch.num_layers));
-  }
-  bool any_sliding = false;
-  for (LayerType t : a.layer_types) any_sliding |= t == LayerType::kSlidingAttention;
-  if (any_sliding != a.sliding_window.has_value()) {
-    return invalid(std::string("inference.attention.slidingWindow: ") +
-                   (any_sliding ? "required because a layer is sliding_attention" : "given but no layer slides"));
-  }
-  if (a.sliding_window && *a.sliding_window == 0) return invalid("inference.attention.slidingWindow: must be > 0");
-  if (a.query_pre_attn_scalar) {
-    RDRR_RETURN_IF_ERROR(check_positive("inference.attention.queryPreAttnScalar", *a.query_pre_attn_scalar));
-  }
-  if (a.attn_logit_softcapping) {
-    RDRR_RETURN_IF_ERROR(check_positive("inference.attention.attnLogitSoftcapping", *a.attn_logit_softcapping));
-  }
-  return Status::Ok();
-}
-
-Status check_rope(const Architecture& arch, const AttentionConfig& att, const RopeConfig& r) {
-  RDRR_RETURN_IF_ERROR(check_positive("inference.rope.ropeTheta", r.theta));
-  if (r.local_theta) {
-    RDRR_RETURN_IF_ERROR(check_positive("inference.rope.ropeLocalTheta", *r.local_theta));
-    if (!att.sliding_window) return invalid("inference.rope.ropeLocalTheta: given but no layer slides");
-  }
-  const std::pair<const char*, std::optional<double>> scaling[] = {
-      {"ropeScalingFactor", r.scaling_factor},       {"ropeLowFreqFactor", r.low_freq_factor},
-      {"ropeHighFreqFactor", r.high_freq_factor},    {"ropeYarnBetaFast", r.yarn_beta_fast},
-      {"ropeYarnBetaSlow", r.yarn_beta_slow},        {"ropeYarnAttentionFactor", r.yarn_attention_factor}};
-  for (const auto& [name, value] : scaling) {
-    if (value) RDRR_RETURN_IF_ERROR(check_positive(std::string("inference.rope.") + name, *value));
-  }
-  if (r.original_max_positions && *r.original_max_positions == 0) {
-    return invalid("inference.rope.ropeOriginalMaxPositions: must be > 0");
-  }
-  if (r.scaling_type == RopeScalingType::kLlama3 && r.low_freq_factor && r.high_freq_factor &&
-      !(*r.high_freq_factor > *r.low_freq_factor)) {
-    return invalid("inference.rope: ropeHighFreqFactor " + mcfg::fmt_double(*r.high_freq_factor) +
-                   " must be > ropeLowFreqFactor " + mcfg::fmt_double(*r.low_freq_factor));
-  }
-  const double rotary_dims = static_cast<double>(arch.head_dim) * r.partial_rotary_factor;
-  if (!(r.partial_rotary_factor > 0) || r.partial_rotary_factor > 1 || rotary_dims != std::floor(rotary_dims) ||
-      static_cast<uint64_t>(rotary_dims) % 2 != 0) {
-    return invalid("inference.rope.partialRotaryFactor: " + mcfg::fmt_double(r.partial_rotary_factor) +
-                   " must be in (0, 1] and give an even number of rotary dims (headDim " +
-                   std::to_string(arch.head_dim) + " * factor = " + mcfg::fmt_double(rotary_dims) + ")");
-  }
-  return Status::Ok();
-}
-
-Status check_token_id(const Architecture& arch, const std::string& field, uint64_t id) {
-  if (id >= arch.vocab_size) {
-    return invalid(field + ": token id " + std::to_string(id) + " >= vocabSize " + std::to_string(arch.vocab_size));
-  }
-  return Status::Ok();
-}
-
-Status check_tokenizer(const Architecture& arch, const TokenizerInfo& t) {
-  if (t.eos_token_ids.empty()) return invalid("tokenizer.eosTokenIds: must list at least one id");
-  std::set<uint64_t> seen;
-  for (size_t i = 0; i < t.eos_token_ids.size(); ++i) {
-    const std::string field = "tokenizer.eosTokenIds[" + std::to_string(i) + "]";
-    RDRR_RETURN_IF_ERROR(check_token_id(arch, field, t.eos_token_ids[i]));
-    if (!seen.insert(t.eos_token_ids[i]).second) return invalid(field + ": duplicate id");
-  }
-  if (t.bos_token_id) RDRR_RETURN_IF_ERROR(check_token_id(arch, "tokenizer.bosTokenId", *t.bos_token_id));
-  if (t.pad_token_id) RDRR_RETURN_IF_ERROR(check_token_id(arch, "tokenizer.padTokenId", *t.pad_token_id));
-  if (t.add_bos_token && !t.bos_token_id) return invalid("tokenizer.addBosToken: true but no bosTokenId");
-  return Status::Ok();
-}
-
 }  // namespace
 
 Status check_model_config(const ModelConfig& c) {
@@ -331,19 +232,11 @@ Status check_model_config(const ModelConfig& c) {
     return invalid("family: \"" + c.family + "\" does not match architecture.family \"" +
                    std::string(arch_family_name(c.architecture.family)) + "\"");
   }
-  RDRR_RETURN_IF_ERROR(check_architecture(c.architecture));
-  const Inference& inf = c.inference;
-  RDRR_RETURN_IF_ERROR(check_attention(c.architecture, inf.attention));
-  RDRR_RETURN_IF_ERROR(check_positive("inference.normalization.rmsNormEps", inf.normalization.rms_norm_eps));
-  RDRR_RETURN_IF_ERROR(check_rope(c.architecture, inf.attention, inf.rope));
-  RDRR_RETURN_IF_ERROR(check_positive("inference.output.embeddingScale", inf.output.embedding_scale));
-  if (inf.output.final_logit_softcapping) {
-    RDRR_RETURN_IF_ERROR(check_positive("inference.output.finalLogitSoftcapping", *inf.output.final_logit_softcapping));
-  }
-  if (inf.output.tie_word_embeddings != c.tied_embeddings) {
+  RDRR_RETURN_IF_ERROR(validate_model_parameters(c.architecture, c.inference, c.tokenizer));
+  if (c.inference.output.tie_word_embeddings != c.tied_embeddings) {
     return invalid("inference.output.tieWordEmbeddings disagrees with tied_embeddings");
   }
-  return check_tokenizer(c.architecture, c.tokenizer);
+  return Status::Ok();
 }
 
 }  // namespace rdrr::convert

@@ -136,12 +136,11 @@ Status validate_rope(const Architecture& arch, const AttentionConfig& att, const
   return Status::Ok();
 }
 
-Status validate_inference(const Manifest& m) {
-  const Inference& inf = m.inference;
-  RDRR_RETURN_IF_ERROR(validate_attention(m.architecture, inf.attention));
+Status validate_inference(const Architecture& arch, const Inference& inf) {
+  RDRR_RETURN_IF_ERROR(validate_attention(arch, inf.attention));
   RDRR_RETURN_IF_ERROR(check_positive("inference.normalization.rmsNormEps", inf.normalization.rms_norm_eps));
   RDRR_RETURN_IF_ERROR(check_finite("inference.normalization.rmsNormWeightOffset", inf.normalization.weight_offset));
-  RDRR_RETURN_IF_ERROR(validate_rope(m.architecture, inf.attention, inf.rope));
+  RDRR_RETURN_IF_ERROR(validate_rope(arch, inf.attention, inf.rope));
   RDRR_RETURN_IF_ERROR(check_positive("inference.output.embeddingScale", inf.output.embedding_scale));
   if (inf.output.final_logit_softcapping) {
     RDRR_RETURN_IF_ERROR(check_positive("inference.output.finalLogitSoftcapping", *inf.output.final_logit_softcapping));
@@ -149,11 +148,25 @@ Status validate_inference(const Manifest& m) {
   return Status::Ok();
 }
 
-Status validate_token_id(const Manifest& m, const std::string& field, uint64_t id) {
-  if (id >= m.architecture.vocab_size) {
-    return invalid(field + ": token id " + std::to_string(id) + " >= vocabSize " +
-                   std::to_string(m.architecture.vocab_size));
+Status validate_token_id(const Architecture& arch, const std::string& field, uint64_t id) {
+  if (id >= arch.vocab_size) {
+    return invalid(field + ": token id " + std::to_string(id) + " >= vocabSize " + std::to_string(arch.vocab_size));
   }
+  return Status::Ok();
+}
+
+// The token ids of the tokenizer section (no file checks).
+Status validate_token_ids(const Architecture& arch, const TokenizerInfo& t) {
+  if (t.eos_token_ids.empty()) return invalid("tokenizer.eosTokenIds: must list at least one id");
+  std::set<uint64_t> eos;
+  for (size_t i = 0; i < t.eos_token_ids.size(); ++i) {
+    const std::string field = "tokenizer.eosTokenIds[" + std::to_string(i) + "]";
+    RDRR_RETURN_IF_ERROR(validate_token_id(arch, field, t.eos_token_ids[i]));
+    if (!eos.insert(t.eos_token_ids[i]).second) return invalid(field + ": duplicate id");
+  }
+  if (t.bos_token_id) RDRR_RETURN_IF_ERROR(validate_token_id(arch, "tokenizer.bosTokenId", *t.bos_token_id));
+  if (t.pad_token_id) RDRR_RETURN_IF_ERROR(validate_token_id(arch, "tokenizer.padTokenId", *t.pad_token_id));
+  if (t.add_bos_token && !t.bos_token_id) return invalid("tokenizer.addBosToken: true but no bosTokenId");
   return Status::Ok();
 }
 
@@ -175,17 +188,7 @@ Status validate_tokenizer(const Manifest& m) {
       names.count("tokenizer.gguf.json") == 0) {
     return invalid("tokenizer.files: must include tokenizer.json or tokenizer.model (or tokenizer.gguf.json)");
   }
-  if (t.eos_token_ids.empty()) return invalid("tokenizer.eosTokenIds: must list at least one id");
-  std::set<uint64_t> eos;
-  for (size_t i = 0; i < t.eos_token_ids.size(); ++i) {
-    const std::string field = "tokenizer.eosTokenIds[" + std::to_string(i) + "]";
-    RDRR_RETURN_IF_ERROR(validate_token_id(m, field, t.eos_token_ids[i]));
-    if (!eos.insert(t.eos_token_ids[i]).second) return invalid(field + ": duplicate id");
-  }
-  if (t.bos_token_id) RDRR_RETURN_IF_ERROR(validate_token_id(m, "tokenizer.bosTokenId", *t.bos_token_id));
-  if (t.pad_token_id) RDRR_RETURN_IF_ERROR(validate_token_id(m, "tokenizer.padTokenId", *t.pad_token_id));
-  if (t.add_bos_token && !t.bos_token_id) return invalid("tokenizer.addBosToken: true but no bosTokenId");
-  return Status::Ok();
+  return validate_token_ids(m.architecture, t);
 }
 
 // "YYYY-MM-DDTHH:MM:SSZ" with plausible field ranges.
@@ -246,10 +249,16 @@ Status validate_goldens(const std::vector<GoldenFile>& goldens) {
 
 }  // namespace
 
+Status validate_model_parameters(const Architecture& arch, const Inference& inference, const TokenizerInfo& tokenizer) {
+  RDRR_RETURN_IF_ERROR(validate_architecture(arch));
+  RDRR_RETURN_IF_ERROR(validate_inference(arch, inference));
+  return validate_token_ids(arch, tokenizer);
+}
+
 Status validate_manifest(const Manifest& m) {
   RDRR_RETURN_IF_ERROR(validate_header(m));
   RDRR_RETURN_IF_ERROR(validate_architecture(m.architecture));
-  RDRR_RETURN_IF_ERROR(validate_inference(m));
+  RDRR_RETURN_IF_ERROR(validate_inference(m.architecture, m.inference));
   RDRR_RETURN_IF_ERROR(validate_tokenizer(m));
   RDRR_RETURN_IF_ERROR(validate_metadata(m.metadata));
   RDRR_RETURN_IF_ERROR(validate_goldens(m.goldens));

@@ -21,6 +21,11 @@ namespace rdrr {
 //               limits, architecture and graph references.
 Status validate_manifest(const Manifest& m);
 
+// The model-parameter part of validate_manifest: architecture, inference parameters (attention, norms, RoPE,
+// output; not the execution graph) and the tokenizer's token ids (not its files). Converters run it on the
+// configuration they read before they write anything.
+Status validate_model_parameters(const Architecture& arch, const Inference& inference, const TokenizerInfo& tokenizer);
+
 struct ValidateOptions {
   // Files in the pack directory that the manifest does not list (and any folder but golden/) are an
   // error (kValidation) unless this is false.
