@@ -7,7 +7,7 @@
 #include <string>
 
 #include "quant/cpu.h"
-#include "tools/quant_quality.h"
+#include "verify/quant_quality.h"
 
 namespace rdrr::tools {
 namespace {

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "tools/exit_codes.h"
-#include "tools/quant_quality.h"
+#include "verify/quant_quality.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"Quantization error of rdrr's Q4_K/Q6_K encoders vs llama.cpp's blocks in a GGUF"};

@@ -1,4 +1,4 @@
-#include "tools/quant_quality.h"
+#include "verify/quant_quality.h"
 
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>

@@ -1,0 +1,65 @@
+// CPU reference forward pass for the supported text families (llama, mistral, qwen2, qwen3, gemma3, phi3),
+// written for readability, not speed: f32 weights read from an HF SafeTensors folder, every activation and
+// accumulation in double, parameters from convert::read_hf_model_config (the same resolved values the
+// manifest records). It is the oracle that gates the converter and the Vulkan runtime.
+//
+// No KV cache: logits() runs the whole sequence, position t = index t (as HF with no padding).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <span>
+#include <vector>
+
+#include "convert/model_config.h"
+#include "quant/status.h"
+#include "verify/reference_ops.h"
+
+namespace rdrr::verify {
+
+struct GreedyResult {
+  std::vector<int32_t> token_ids;     // the n_new generated tokens (EOS does not stop)
+  std::vector<double> top1_margins;   // logit(top1) - logit(top2) at each step
+};
+
+class ReferenceModel {
+ public:
+  // Reads folder/config.json (convert::read_hf_model_config) and the F32/F16/BF16 weights. Errors: those of
+  // the readers, kNotFound (missing tensor), kValidation (tensor shape vs config), kUnsupported (a feature
+  // this reference does not implement, e.g. a non-gated FFN).
+  static Result<ReferenceModel> load_hf(const std::filesystem::path& folder);
+
+  const convert::ModelConfig& config() const { return config_; }
+  size_t vocab_size() const { return embed_.out_features; }
+
+  // Logits for every position: [tokens.size(), vocab] row-major; row t predicts token t + 1.
+  // Errors: kInvalidArgument (empty input, token id out of range).
+  Result<std::vector<float>> logits(std::span<const int32_t> tokens) const;
+
+  // Greedy continuation: n_new steps, each re-running the whole sequence (as the HF goldens do).
+  Result<GreedyResult> greedy(std::span<const int32_t> prompt, size_t n_new) const;
+
+ private:
+  struct Layer {
+    Linear q, k, v, o, gate, up, down;
+    std::vector<float> input_norm, post_attention_norm, pre_feedforward_norm, post_feedforward_norm;
+    std::vector<float> q_norm, k_norm;
+    RopeTables rope;
+    AttentionParams attention;
+  };
+  friend class ReferenceLoader;
+
+  Status check_tokens(std::span<const int32_t> tokens) const;
+  // Final hidden states (after the last norm) of every position, or only of the last one.
+  Matrix hidden_states(std::span<const int32_t> tokens, bool last_only) const;
+  void run_layer(const Layer& layer, Matrix& h) const;
+  Matrix output_logits(const Matrix& h) const;
+
+  convert::ModelConfig config_;
+  Linear embed_;    // [vocab, hidden]
+  Linear lm_head_;  // empty weight when tied (embed_ is used)
+  std::vector<float> final_norm_;
+  std::vector<Layer> layers_;
+};
+
+}  // namespace rdrr::verify
