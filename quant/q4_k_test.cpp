@@ -2,7 +2,6 @@
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
-#include <openssl/evp.h>
 
 #include <algorithm>
 #include <cmath>
@@ -19,6 +18,7 @@
 #include <vector>
 
 #include "quant/cpu.h"
+#include "quant/fixture_test_util.h"
 #include "quant/f16.h"
 
 namespace rdrr::quant {
@@ -27,24 +27,8 @@ namespace {
 const std::string kFixtures = RDRR_FIXTURES_DIR;
 const char* const kModels[] = {"tiny-llama", "tiny-qwen2", "tiny-gemma3"};
 
-std::vector<uint8_t> read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  EXPECT_TRUE(f.good()) << path;
-  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
-}
-
-std::string sha256_hex(const void* data, size_t n) {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EXPECT_EQ(EVP_Digest(data, n, md, &len, EVP_sha256(), nullptr), 1);
-  static const char* kHex = "0123456789abcdef";
-  std::string out;
-  for (unsigned int i = 0; i < len; ++i) {
-    out += kHex[md[i] >> 4];
-    out += kHex[md[i] & 15];
-  }
-  return out;
-}
+using test_util::read_file;
+using test_util::sha256_hex;
 
 std::vector<float> decode(const std::vector<BlockQ4K>& b) {
   std::vector<float> y(b.size() * kQK_K);

@@ -2,7 +2,6 @@
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
-#include <openssl/evp.h>
 
 #include <algorithm>
 #include <cmath>
@@ -18,6 +17,7 @@
 #include <vector>
 
 #include "quant/cpu.h"
+#include "quant/fixture_test_util.h"
 #include "quant/f16.h"
 
 namespace rdrr::quant {
@@ -34,24 +34,8 @@ std::vector<float> normal_values(size_t n, uint32_t seed, float sigma = 1.0f) {
   return v;
 }
 
-std::vector<uint8_t> read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  EXPECT_TRUE(f.good()) << path;
-  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
-}
-
-std::string sha256_hex(const void* data, size_t n) {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EXPECT_EQ(EVP_Digest(data, n, md, &len, EVP_sha256(), nullptr), 1);
-  static const char* kHex = "0123456789abcdef";
-  std::string out;
-  for (unsigned int i = 0; i < len; ++i) {
-    out += kHex[md[i] >> 4];
-    out += kHex[md[i] & 15];
-  }
-  return out;
-}
+using test_util::read_file;
+using test_util::sha256_hex;
 
 std::vector<BlockQ6K> as_blocks(const std::vector<uint8_t>& bytes) {
   std::vector<BlockQ6K> b(bytes.size() / sizeof(BlockQ6K));
