@@ -1,0 +1,280 @@
+#include "kernels/graph_plan.h"
+
+#include <algorithm>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kernels/digest_table.h"
+#include "kernels/graph_ops.h"
+#include "kernels/registry.h"
+#include "quant/blocks.h"
+
+namespace rdrr::kernels {
+namespace {
+
+using quant::DType;
+using quant::Layout;
+
+constexpr std::string_view kLayerTemplate = "{L}";
+
+enum class Pass : uint8_t { kPrefill, kDecode };
+
+// One step as it runs for one layer (weight ref already templated with {L}); nullopt: not run there.
+using LayerStep = std::optional<ExecStep>;
+
+struct Planner {
+  const Manifest& m;
+  const GraphPlanOptions& opts;
+  std::set<std::string> used_kernels;
+
+  std::string layer_name(uint32_t layer, std::string_view suffix) const {
+    return "model.layers." + std::to_string(layer) + "." + std::string(suffix);
+  }
+  static std::string templ(std::string_view suffix) {
+    return "model.layers." + std::string(kLayerTemplate) + "." + std::string(suffix);
+  }
+  bool has(std::string_view name) const { return find_tensor(m, name) != nullptr; }
+
+  Result<const TensorEntry*> tensor(const std::string& name, std::string_view needed_by) const {
+    const TensorEntry* t = find_tensor(m, name);
+    if (t == nullptr) {
+      return error(StatusCode::kValidation,
+                   "tensor " + name + " is missing (needed by the '" + std::string(needed_by) + "' step)");
+    }
+    return t;
+  }
+
+  // The kernel that multiplies by weight `t` in `pass` (prefill: GEMM over the prompt rows; decode and
+  // the post-layer phase: GEMV).
+  Result<std::string> matmul_kernel(const TensorEntry& t, Pass pass) const {
+    if (t.shape.size() != 2) {
+      return error(StatusCode::kValidation, "tensor " + t.name + ": a matmul weight must be 2-D, shape is " +
+                                                shape_to_string(t.shape));
+    }
+    const Layout layout = t.layout.value_or(Layout::kRowWise);
+    const uint64_t k = t.shape[1];
+    if (pass == Pass::kDecode && t.dtype == DType::kQ4_K) {
+      if (layout == Layout::kColumnWise) return std::string("gemv_q4_k_col_split");
+      if (layout == Layout::kRowWise || k % quant::kQK_K == 0) return std::string("gemv_q4_k_vec");
+    }
+    const Op op = pass == Pass::kPrefill ? Op::kGemm : Op::kGemv;
+    const KernelInfo* k_info = find_kernel(op, t.dtype, layout);
+    if (k_info == nullptr) {
+      return error(StatusCode::kUnsupported, "tensor " + t.name + ": no " + std::string(op_name(op)) +
+                                                 " kernel reads " + std::string(quant::dtype_name(t.dtype)) + " " +
+                                                 std::string(quant::layout_name(layout)));
+    }
+    return std::string(k_info->name);
+  }
+
+  std::string kv_suffix() const { return opts.kv_dtype == DType::kF16 ? "f16" : "f32"; }
+
+  bool sliding(uint32_t layer) const {
+    const auto& types = m.inference.attention.layer_types;
+    return layer < types.size() && types[layer] == LayerType::kSlidingAttention;
+  }
+
+  // The steps of one layer in `pass`, in execution order; entries that do not apply are nullopt so
+  // that index i is the same logical step for every layer.
+  Result<std::vector<LayerStep>> layer_steps(uint32_t layer, Pass pass) const;
+  Result<std::vector<LayerEntry>> layer_phase(Pass pass);
+  Result<std::vector<ExecStep>> pre_layer();
+  Result<std::vector<ExecStep>> post_layer();
+  Result<std::map<std::string, KernelSpec>> kernel_map() const;
+};
+
+Result<std::vector<LayerStep>> Planner::layer_steps(uint32_t layer, Pass pass) const {
+  const Inference& inf = m.inference;
+  std::vector<LayerStep> out;
+  auto plain = [&](std::string_view op, std::string_view kernel, std::optional<std::string_view> suffix) {
+    ExecStep s{std::string(op), std::string(kernel), std::nullopt};
+    if (suffix) s.weight_ref = templ(*suffix);
+    out.emplace_back(std::move(s));
+  };
+  auto matmul = [&](std::string_view op, std::string_view suffix) -> Status {
+    RDRR_ASSIGN_OR_RETURN(const TensorEntry* t, tensor(layer_name(layer, suffix), op));
+    RDRR_ASSIGN_OR_RETURN(std::string kernel, matmul_kernel(*t, pass));
+    out.emplace_back(ExecStep{std::string(op), std::move(kernel), templ(suffix)});
+    return Status::Ok();
+  };
+  auto optional_step = [&](bool on, std::string_view op, std::string_view kernel, std::string_view suffix) {
+    if (on) {
+      plain(op, kernel, suffix);
+    } else {
+      out.emplace_back(std::nullopt);
+    }
+  };
+
+  if (has(layer_name(layer, "self_attn.qkv_proj.weight"))) {
+    return error(StatusCode::kUnsupported, "tensor " + layer_name(layer, "self_attn.qkv_proj.weight") +
+                                               ": a fused qkv projection is not supported by the v1 graph "
+                                               "(the executor needs separate q_proj / k_proj / v_proj)");
+  }
+  if (!inf.ffn.gated) {
+    return error(StatusCode::kUnsupported, "inference.ffn.gatedActivation is false: no v1 graph op runs a "
+                                           "non-gated feed-forward block");
+  }
+  const bool bias = inf.attention.attention_bias;
+  const bool qk_norm = inf.attention.query_key_norm;
+  const bool slide = sliding(layer);
+  const bool local_rope = slide && inf.rope.local_theta.has_value();
+  const bool scaled_rope =
+      inf.rope.scaling_type == RopeScalingType::kLlama3 || inf.rope.scaling_type == RopeScalingType::kYarn;
+  const std::string_view rope_kernel = (!local_rope && scaled_rope) ? "rope_freqs" : "rope";
+  const std::string attn_kernel = "attention_" + kv_suffix();
+
+  plain("attn_norm", "rms_norm", "input_layernorm.weight");
+  RDRR_RETURN_IF_ERROR(matmul("q_proj", "self_attn.q_proj.weight"));
+  RDRR_RETURN_IF_ERROR(matmul("k_proj", "self_attn.k_proj.weight"));
+  RDRR_RETURN_IF_ERROR(matmul("v_proj", "self_attn.v_proj.weight"));
+  optional_step(bias, "q_bias", "add_bias", "self_attn.q_proj.bias");
+  optional_step(bias, "k_bias", "add_bias", "self_attn.k_proj.bias");
+  optional_step(bias, "v_bias", "add_bias", "self_attn.v_proj.bias");
+  optional_step(qk_norm, "q_norm", "rms_norm", "self_attn.q_norm.weight");
+  optional_step(qk_norm, "k_norm", "rms_norm", "self_attn.k_norm.weight");
+  plain(local_rope ? "rope_q_local" : "rope_q", rope_kernel, std::nullopt);
+  plain(local_rope ? "rope_k_local" : "rope_k", rope_kernel, std::nullopt);
+  plain("kv_append", "kv_append_" + kv_suffix(), std::nullopt);
+  plain(slide ? "attention_sliding" : "attention", attn_kernel, std::nullopt);
+  RDRR_RETURN_IF_ERROR(matmul("o_proj", "self_attn.o_proj.weight"));
+  const bool post_attn = inf.normalization.post_attention_norm;
+  optional_step(post_attn, "post_attn_norm", "rms_norm", "post_attention_layernorm.weight");
+  plain("ffn_norm", "add_rms_norm", post_attn ? "pre_feedforward_layernorm.weight" : "post_attention_layernorm.weight");
+  if (has(layer_name(layer, "mlp.gate_up_proj.weight"))) {
+    RDRR_RETURN_IF_ERROR(matmul("gate_up_proj", "mlp.gate_up_proj.weight"));
+    out.emplace_back(std::nullopt);
+    plain("glu_split", "glu_split", std::nullopt);
+  } else {
+    RDRR_RETURN_IF_ERROR(matmul("gate_proj", "mlp.gate_proj.weight"));
+    RDRR_RETURN_IF_ERROR(matmul("up_proj", "mlp.up_proj.weight"));
+    plain("glu", "glu", std::nullopt);
+  }
+  RDRR_RETURN_IF_ERROR(matmul("down_proj", "mlp.down_proj.weight"));
+  optional_step(inf.normalization.post_feedforward_norm, "post_ffn_norm", "rms_norm", "post_feedforward_layernorm.weight");
+  plain("residual", "add", std::nullopt);
+  return out;
+}
+
+// Groups layers by the step they run at each logical position: a position where every layer runs the
+// same step becomes a plain step; otherwise one group per distinct step (in order of first layer).
+// Consecutive positions with the same layer partition share their groups.
+Result<std::vector<LayerEntry>> Planner::layer_phase(Pass pass) {
+  const uint32_t n_layers = m.architecture.num_layers;
+  std::vector<std::vector<LayerStep>> per_layer;
+  for (uint32_t l = 0; l < n_layers; ++l) {
+    RDRR_ASSIGN_OR_RETURN(std::vector<LayerStep> steps, layer_steps(l, pass));
+    if (!per_layer.empty() && steps.size() != per_layer.front().size()) {
+      return error(StatusCode::kInternal, "graph planner: layers have different step counts");
+    }
+    per_layer.push_back(std::move(steps));
+  }
+  std::vector<LayerEntry> phase;
+  // The partition of the previous position that produced groups, and where its groups start in `phase`.
+  std::vector<std::pair<ExecStep, std::vector<uint32_t>>> prev_partition;
+  size_t prev_first = 0;
+  const size_t n_pos = per_layer.empty() ? 0 : per_layer.front().size();
+  for (size_t i = 0; i < n_pos; ++i) {
+    std::vector<std::pair<ExecStep, std::vector<uint32_t>>> parts;
+    for (uint32_t l = 0; l < n_layers; ++l) {
+      const LayerStep& s = per_layer[l][i];
+      if (!s) continue;
+      used_kernels.insert(s->kernel_key);
+      auto it = std::find_if(parts.begin(), parts.end(), [&](const auto& p) { return p.first == *s; });
+      if (it == parts.end()) {
+        parts.push_back({*s, {l}});
+      } else {
+        it->second.push_back(l);
+      }
+    }
+    if (parts.empty()) continue;
+    if (parts.size() == 1 && parts.front().second.size() == n_layers) {
+      phase.emplace_back(parts.front().first);
+      prev_partition.clear();
+      continue;
+    }
+    const bool same_layers =
+        prev_partition.size() == parts.size() &&
+        std::equal(parts.begin(), parts.end(), prev_partition.begin(),
+                   [](const auto& a, const auto& b) { return a.second == b.second; });
+    if (same_layers) {
+      for (size_t g = 0; g < parts.size(); ++g) {
+        std::get<LayerGroup>(phase[prev_first + g]).steps.push_back(parts[g].first);
+      }
+      continue;
+    }
+    prev_first = phase.size();
+    for (const auto& [step, layers] : parts) phase.emplace_back(LayerGroup{layers, {step}});
+    prev_partition = std::move(parts);
+  }
+  return phase;
+}
+
+Result<std::vector<ExecStep>> Planner::pre_layer() {
+  RDRR_ASSIGN_OR_RETURN(const TensorEntry* e, tensor("model.embed_tokens.weight", "embed"));
+  const KernelInfo* k = find_kernel(Op::kEmbed, e->dtype, e->layout.value_or(Layout::kRowWise));
+  if (k == nullptr) {
+    return error(StatusCode::kUnsupported, "tensor " + e->name + ": no embed kernel reads " +
+                                               std::string(quant::dtype_name(e->dtype)));
+  }
+  used_kernels.insert(std::string(k->name));
+  return std::vector<ExecStep>{{"embed", std::string(k->name), e->name}};
+}
+
+Result<std::vector<ExecStep>> Planner::post_layer() {
+  std::vector<ExecStep> out;
+  RDRR_ASSIGN_OR_RETURN(const TensorEntry* norm, tensor("model.norm.weight", "final_norm"));
+  out.push_back({"final_norm", "rms_norm", norm->name});
+  const bool tied = m.inference.output.tie_word_embeddings || !has("lm_head.weight");
+  RDRR_ASSIGN_OR_RETURN(const TensorEntry* head,
+                        tensor(tied ? "model.embed_tokens.weight" : "lm_head.weight", "lm_head"));
+  RDRR_ASSIGN_OR_RETURN(std::string head_kernel, matmul_kernel(*head, Pass::kDecode));
+  out.push_back({"lm_head", std::move(head_kernel), head->name});
+  if (m.inference.output.final_logit_softcapping) out.push_back({"logit_softcap", "softcap", std::nullopt});
+  out.push_back({"sample", "sample_partial", std::nullopt});
+  for (const ExecStep& s : out) used_kernels.insert(s.kernel_key);
+  return out;
+}
+
+Result<std::map<std::string, KernelSpec>> Planner::kernel_map() const {
+  std::set<std::string> all = used_kernels;
+  for (const std::string& k : used_kernels) {
+    for (std::string_view c : kernel_companions(k)) all.insert(std::string(c));
+  }
+  std::map<std::string, KernelSpec> out;
+  for (const std::string& name : all) {
+    const KernelInfo* info = find_kernel(name);
+    if (info == nullptr) {
+      return error(StatusCode::kUnsupported, "graph planner: kernel '" + name + "' is not in this build's registry");
+    }
+    RDRR_ASSIGN_OR_RETURN(std::string digest, pinned_kernel_digest(name));
+    KernelSpec spec{std::string(info->file), std::string(info->entry), std::move(digest), {}, {}};
+    if (info->op == Op::kKvAppend || info->op == Op::kAttention) spec.precision["kvDtype"] = kv_suffix();
+    out.emplace(name, std::move(spec));
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<ExecutionGraph> plan_execution_graph(const Manifest& m, const GraphPlanOptions& opts) {
+  if (opts.kv_dtype != DType::kF16 && opts.kv_dtype != DType::kF32) {
+    return error(StatusCode::kInvalidArgument, "graph planner: kv dtype must be F16 or F32, got " +
+                                                   std::string(quant::dtype_name(opts.kv_dtype)));
+  }
+  if (m.architecture.num_layers == 0) {
+    return error(StatusCode::kValidation, "graph planner: architecture.numLayers is 0");
+  }
+  Planner p{m, opts, {}};
+  ExecutionGraph g;
+  RDRR_ASSIGN_OR_RETURN(g.pre_layer, p.pre_layer());
+  RDRR_ASSIGN_OR_RETURN(g.prefill, p.layer_phase(Pass::kPrefill));
+  RDRR_ASSIGN_OR_RETURN(g.decode, p.layer_phase(Pass::kDecode));
+  RDRR_ASSIGN_OR_RETURN(g.post_layer, p.post_layer());
+  RDRR_ASSIGN_OR_RETURN(g.kernels, p.kernel_map());
+  return g;
+}
+
+}  // namespace rdrr::kernels
