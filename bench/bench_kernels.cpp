@@ -324,21 +324,25 @@ std::vector<GemvCase> gemv_cases(bool tune) {
   c.push_back({DType::kQ4_K, Layout::kColumnWise, {}, "indep", true});
   if (!tune) return c;
   // Specialization sweeps. Rows path {local_size_x, num_rows, -, -, diag, prefetch}; diag rows are not real
-  // GEMVs (1: no x reads, 2: no decode) and show which resource bounds the kernel.
-  const GemvTuning row_tunes[] = {{128, 4, 0, 0, 0, 0}, {32, 4, 0, 0, 0, 0}, {64, 4, 0, 0, 0, 1},
-                                  {64, 4, 0, 0, 1, 0}, {64, 4, 0, 0, 2, 0}};
+  // GEMVs (1: no x reads, 2: no decode, 3: neither) and show which resource bounds the kernel.
+  const GemvTuning row_tunes[] = {{128, 4, 0, 0, 0, 0}, {32, 4, 0, 0, 0, 0}, {64, 2, 0, 0, 0, 0},
+                                  {64, 8, 0, 0, 0, 0},  {64, 4, 0, 0, 0, 1}, {64, 4, 0, 0, 1, 0},
+                                  {64, 4, 0, 0, 2, 0},  {64, 4, 0, 0, 3, 0}};
   for (const GemvTuning& t : row_tunes) {
     std::string v = tune_label("wg", t.local_size_x, "_rows", t.num_rows);
     if (t.diag) v += num_label("_diag", t.diag);
     if (t.prefetch) v += "_pf";
     c.push_back({DType::kQ4_K, Layout::kRowWise, t, v});
   }
-  // Column split path {items per workgroup, -, input slices, inputs per split (0 = auto), diag}.
-  const GemvTuning col_tunes[] = {{8, 0, 32, 0}, {16, 0, 16, 0}, {16, 0, 32, 0}, {4, 0, 32, 0},
-                                  {8, 0, 16, 512}, {8, 0, 32, 512}, {8, 0, 16, 128}};
+  // Column split path {items per workgroup, -, input slices, inputs per split (0 = auto), diag}; diag 2: no
+  // decode, 4: no sum over the input slices, 6: both.
+  const GemvTuning col_tunes[] = {{8, 0, 32, 0},       {16, 0, 32, 0},      {4, 0, 32, 0},       {8, 0, 16, 512},
+                                  {8, 0, 32, 512},     {8, 0, 16, 128},     {8, 0, 32, 1024},    {4, 0, 32, 1024},
+                                  {8, 0, 32, 0, 2},    {8, 0, 32, 0, 4},    {8, 0, 32, 0, 6}};
   for (const GemvTuning& t : col_tunes) {
     std::string v = tune_label("x", t.local_size_x, "_ks", t.k_split);
     if (t.k_chunk) v += num_label("_kc", t.k_chunk);
+    if (t.diag) v += num_label("_diag", t.diag);
     c.push_back({DType::kQ4_K, Layout::kColumnWise, t, v});
   }
   return c;
@@ -351,8 +355,10 @@ int run(const Options& opt) {
     return 1;
   }
   std::fprintf(stderr, "%s\n", runtime::describe_caps((*dev)->caps()).c_str());
-  Result<std::unique_ptr<Recorder>> rec = Recorder::create(**dev, runtime::RecorderOptions{true});
-  Result<std::unique_ptr<Recorder>> plain = Recorder::create(**dev, runtime::RecorderOptions{false});
+  runtime::RecorderOptions timed;
+  timed.timestamps = true;
+  Result<std::unique_ptr<Recorder>> rec = Recorder::create(**dev, timed);
+  Result<std::unique_ptr<Recorder>> plain = Recorder::create(**dev, runtime::RecorderOptions{});
   Result<runtime::Buffer> pool = make_pool(**dev, opt.pool_bytes);
   if (!rec.ok() || !plain.ok() || !pool.ok()) {
     const Status s = !rec.ok() ? rec.status() : !plain.ok() ? plain.status() : pool.status();

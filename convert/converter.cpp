@@ -16,11 +16,13 @@
 #include "convert/pack_manifest.h"
 #include "convert/pipeline.h"
 #include "convert/source.h"
+#include "rdrr/archive.h"
 #include "rdrr/file_io.h"
 #include "rdrr/manifest_json.h"
 #include "rdrr/pack_writer.h"
 #include "rdrr/sha256.h"
 #include "rdrr/shard_writer.h"
+#include "rdrr/validate.h"
 
 #ifndef RDRR_VERSION
 #define RDRR_VERSION "0.0.0"
@@ -90,6 +92,10 @@ Status check_options(const ConvertOptions& o) {
   if (o.out.empty() && !o.dry_run) return error(StatusCode::kInvalidArgument, "OUT: empty path");
   if (o.threads < 0) return error(StatusCode::kInvalidArgument, "--threads: must be >= 0");
   if (o.rmse_every_chunks < 1) return error(StatusCode::kInvalidArgument, "--rmse-every: must be >= 1");
+  if (o.kv_dtype != quant::DType::kF16 && o.kv_dtype != quant::DType::kF32) {
+    return error(StatusCode::kInvalidArgument,
+                 "--kv-dtype: expected f16 or f32, got " + std::string(quant::dtype_name(o.kv_dtype)));
+  }
   return validate_max_shard_bytes(o.shard_size_bytes).context("--shard-size");
 }
 
@@ -167,11 +173,34 @@ Result<std::vector<FileRecord>> bundle_tokenizer(PackWriter& pack, const ModelCo
   return out;
 }
 
+// Runs the golden hook and adds its files to the pack and the manifest (re-validated). Returns their bytes.
+Result<uint64_t> add_goldens(PackWriter& pack, Manifest& manifest, const ConvertOptions& o, SourceFormat format,
+                             std::vector<std::string>& warnings) {
+  GoldenContext ctx{.pack_dir = pack.temp_dir(), .manifest = &manifest, .src = o.src, .format = format};
+  RDRR_ASSIGN_OR_RETURN(GoldenOutput out, o.golden_writer(ctx).context("goldens"));
+  warnings.insert(warnings.end(), out.warnings.begin(), out.warnings.end());
+  if (!out.flags.empty()) {  // the writer's flags replace the golden-* flags of the options
+    std::map<std::string, std::string>& flags = manifest.metadata.converter.flags;
+    std::erase_if(flags, [](const auto& kv) { return kv.first.starts_with("golden-"); });
+    for (auto& [k, v] : out.flags) flags[k] = v;
+  }
+  uint64_t bytes = 0;
+  for (const GoldenBlob& b : out.files) {
+    RDRR_ASSIGN_OR_RETURN(PackFileEntry e, pack.add_file(b.name, b.bytes));
+    manifest.goldens.push_back({e.name, e.size_bytes, e.sha256_hex, b.kind});
+    bytes += e.size_bytes;
+  }
+  canonicalize(manifest);
+  RDRR_RETURN_IF_ERROR(validate_manifest(manifest).context("manifest"));
+  return bytes;
+}
+
 Result<ConvertReport> convert_in_arena(const ConvertOptions& o, int threads, Clock::time_point start) {
   const bool fuse = o.fuse_gate_up.value_or(preset_is_quantized(o.preset));
   RDRR_ASSIGN_OR_RETURN(SourceModel src, SourceModel::open(o.src, {.fuse_gate_up = fuse}));
   RDRR_ASSIGN_OR_RETURN(Planned planned, plan_and_place(src, o));
   ConvertReport report = base_report(o, src, planned, threads);
+  RDRR_RETURN_IF_ERROR(preflight_execution_graph(src.config(), planned.jobs, o.kv_dtype));
   if (o.dry_run) {
     std::error_code ec;
     if (!o.out.empty() && fs::exists(fs::symlink_status(o.out, ec)) && !o.force) {
@@ -208,7 +237,13 @@ Result<ConvertReport> convert_in_arena(const ConvertOptions& o, int threads, Clo
   mi.tokenizer_files = tokenizer;
   mi.source_files = std::move(source_files);
   mi.flags = converter_flags(o, fuse);
+  for (const TensorStats& s : stats) mi.tensor_sha256.push_back(s.sha256_hex);
+  mi.kv_dtype = o.kv_dtype;
   RDRR_ASSIGN_OR_RETURN(Manifest manifest, build_manifest(mi));
+  uint64_t golden_bytes = 0;
+  if (o.golden_writer) {
+    RDRR_ASSIGN_OR_RETURN(golden_bytes, add_goldens(pack, manifest, o, src.format(), report.warnings));
+  }
   const std::string text = serialize_manifest(manifest);
   RDRR_RETURN_IF_ERROR(pack.commit(text));
 
@@ -230,6 +265,7 @@ Result<ConvertReport> convert_in_arena(const ConvertOptions& o, int threads, Clo
   report.bytes_out = text.size();
   for (const ShardInfo& s : shards) report.bytes_out += s.size_bytes;
   for (const FileRecord& f : tokenizer) report.bytes_out += f.size_bytes;
+  report.bytes_out += golden_bytes;
   report.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return report;
 }
@@ -239,6 +275,18 @@ Result<ConvertReport> convert_in_arena(const ConvertOptions& o, int threads, Clo
 std::string_view converter_version() { return RDRR_VERSION; }
 
 Result<ConvertReport> convert_model(const ConvertOptions& options) {
+  if (is_archive_path(options.src)) {
+    // An archive of an HF folder: extracted next to the output (rdrr/archive.h), removed afterwards.
+    std::error_code ec;
+    const fs::path parent = options.out.empty() ? fs::temp_directory_path(ec) : fs::absolute(options.out).parent_path();
+    RDRR_ASSIGN_OR_RETURN(ExtractedArchive extracted, extract_archive(options.src, parent));
+    ConvertOptions o = options;
+    o.src = extracted.model_dir();
+    if (!o.model_id) o.model_id = archive_stem(options.src);
+    Result<ConvertReport> r = convert_model(o);
+    if (r.ok()) r->src = options.src.string();
+    return r;
+  }
   const auto start = Clock::now();
   RDRR_RETURN_IF_ERROR(check_options(options));
   const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));

@@ -2,7 +2,7 @@
 //
 //   open source (convert/source.h) -> plan types (convert/plan.h) -> place every tensor (ShardPlanner)
 //   -> stream: read + convert/quantize + write/hash (convert/pipeline.h) -> tokenizer files
-//   -> manifest (built, validated) -> atomic commit (rdrr/pack_writer.h).
+//   -> manifest (built, execution graph planned and checked, validated) -> atomic commit (rdrr/pack_writer.h).
 //
 // Memory stays bounded whatever the model size: tensors are streamed in 256-row chunks, consumed input
 // pages are released, and only a column_wise tensor's quantized bytes (at most one tensor's output) are
@@ -10,9 +10,11 @@
 // timestamp, so the same input and options give the same pack.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -40,11 +42,33 @@ struct ConvertProgress {
   double elapsed_seconds = 0;
 };
 
+// Golden hook (rdrr/SPEC.md 8.10): called once the shards and tokenizer files are written and the manifest is
+// built and validated (goldens still empty), before the manifest is committed. convert/ does not depend on
+// verify/: verify provides the writer (verify/golden_gen.h), tools/rdrr_convert.cpp wires it in.
+struct GoldenContext {
+  std::filesystem::path pack_dir;  // the temporary pack directory (shards and tokenizer files complete)
+  const Manifest* manifest = nullptr;  // complete except goldens
+  std::filesystem::path src;       // the conversion input (HF folder or .gguf file)
+  SourceFormat format = SourceFormat::kSafetensors;
+};
+struct GoldenBlob {  // one golden file: pack-relative name "golden/<file>", manifest kind, content
+  std::string name;
+  std::string kind;
+  std::vector<std::byte> bytes;
+};
+struct GoldenOutput {
+  std::vector<GoldenBlob> files;
+  std::vector<std::string> warnings;          // appended to ConvertReport::warnings
+  std::map<std::string, std::string> flags;   // non-empty: replace the golden-* converter flags (goldens skipped)
+};
+using GoldenWriter = std::function<Result<GoldenOutput>(const GoldenContext&)>;
+
 struct ConvertOptions {
   std::filesystem::path src;  // HF folder or .gguf file
   std::filesystem::path out;  // pack directory to create
   Preset preset = Preset::kQ4_K_M;
   quant::Layout q4k_layout = quant::Layout::kColumnWise;
+  quant::DType kv_dtype = quant::DType::kF16;  // KV cache precision of the execution graph: F16 or F32
   std::optional<bool> fuse_gate_up;            // default: preset_is_quantized(preset)
   std::vector<std::string> tensor_types;       // "REGEX=TYPE" overrides, first match wins
   uint64_t shard_size_bytes = kDefaultShardSizeBytes;
@@ -56,6 +80,8 @@ struct ConvertOptions {
   std::optional<std::string> model_id;         // default: the folder name / GGUF general.name
   int rmse_every_chunks = 16;                  // RMSE on chunks 0, N, 2N, ... of every tensor (1: exact)
   std::function<void(const ConvertProgress&)> on_progress;  // called from the writer, at most ~10 times/s
+  GoldenWriter golden_writer;                  // unset: no goldens
+  std::map<std::string, std::string> extra_flags;  // recorded in metadata.converter.flags (e.g. golden-prompts)
 };
 
 struct TensorReport {
@@ -96,7 +122,10 @@ struct ConvertReport {
 // Runs the whole conversion. Errors carry the codes of README "Exit codes" (through tools/exit_codes.h):
 // kNotFound (src, config, tensor), kParse/kSchema/kValidation (malformed input), kUnsupported (architecture,
 // dtype), kNonFinite (NaN/Inf in a weight, naming tensor and index), kAlreadyExists (out exists, no force),
-// kNoSpace, kIo, kInvalidArgument (options).
+// kNoSpace, kIo, kInvalidArgument (options). The execution graph (kernels/graph_plan.h) is planned and checked
+// (kernels/graph_check.h) before any byte is written and again on the final manifest; a violation fails the
+// conversion with the planner's / checker's code (kUnsupported: no kernel of this build reads a tensor's
+// dtype / layout; kValidation: a tensor the graph needs is missing or misshapen), and nothing is committed.
 Result<ConvertReport> convert_model(const ConvertOptions& options);
 
 }  // namespace rdrr::convert

@@ -4,6 +4,8 @@
 #include <cctype>
 
 #include "convert/plan.h"
+#include "kernels/graph_check.h"
+#include "kernels/graph_plan.h"
 #include "rdrr/validate.h"
 
 namespace rdrr::convert {
@@ -29,10 +31,12 @@ std::map<std::string, std::string> converter_flags(const ConvertOptions& o, bool
   std::map<std::string, std::string> f;
   f["quantize"] = std::string(preset_name(o.preset));
   f["q4k-layout"] = std::string(quant::layout_name(o.q4k_layout));
+  f["kv-dtype"] = o.kv_dtype == quant::DType::kF32 ? "f32" : "f16";
   f["fuse-gate-up"] = fuse_gate_up ? "true" : "false";
   f["shard-size"] = std::to_string(o.shard_size_bytes);
   f["allow-nonfinite"] = o.allow_nonfinite ? "true" : "false";
   for (size_t i = 0; i < o.tensor_types.size(); ++i) f["tensor-type." + std::to_string(i)] = o.tensor_types[i];
+  for (const auto& [k, v] : o.extra_flags) f.emplace(k, v);
   return f;
 }
 
@@ -42,6 +46,41 @@ std::string quantization_label(Preset preset) {
   return s;
 }
 
+namespace {
+
+TensorEntry tensor_entry(const TensorJob& job) {
+  TensorEntry e;
+  e.name = job.plan.name;
+  e.dtype = job.plan.dtype;
+  for (int64_t d : job.plan.shape) e.shape.push_back(static_cast<uint64_t>(d));
+  e.layout = job.plan.layout;
+  e.role = manifest_role(e.name);
+  e.group = manifest_group(e.name);
+  e.size_bytes = job.plan.size_bytes;
+  e.placement = job.placement;
+  return e;
+}
+
+}  // namespace
+
+Status add_execution_graph(Manifest& m, quant::DType kv_dtype) {
+  m.inference.execution.reset();
+  kernels::GraphPlanOptions opts;
+  opts.kv_dtype = kv_dtype;
+  Result<ExecutionGraph> g = kernels::plan_execution_graph(m, opts);
+  if (!g.ok()) return Status(g.status()).context("execution graph");
+  m.inference.execution = std::move(g).value();
+  return kernels::check_execution_graph(m).context("execution graph");
+}
+
+Status preflight_execution_graph(const ModelConfig& cfg, const std::vector<TensorJob>& jobs, quant::DType kv_dtype) {
+  Manifest m;
+  m.architecture = cfg.architecture;
+  m.inference = cfg.inference;
+  for (const TensorJob& job : jobs) m.tensors.push_back(tensor_entry(job));
+  return add_execution_graph(m, kv_dtype);
+}
+
 Result<Manifest> build_manifest(const ManifestInputs& in) {
   const ModelConfig& cfg = in.source->config();
   Manifest m;
@@ -49,7 +88,6 @@ Result<Manifest> build_manifest(const ManifestInputs& in) {
   m.quantization = in.quantization;
   m.architecture = cfg.architecture;
   m.inference = cfg.inference;
-  m.inference.execution.reset();  // the graph planner fills it (later)
   m.tokenizer = cfg.tokenizer;
   m.tokenizer.files = in.tokenizer_files;
   m.metadata.source.format = in.source->format();
@@ -58,20 +96,15 @@ Result<Manifest> build_manifest(const ManifestInputs& in) {
   m.metadata.converter.version = std::string(converter_version());
   m.metadata.converter.flags = in.flags;
   m.shards = in.shards;
-  for (const TensorJob& job : *in.jobs) {
-    TensorEntry e;
-    e.name = job.plan.name;
-    e.dtype = job.plan.dtype;
-    for (int64_t d : job.plan.shape) e.shape.push_back(static_cast<uint64_t>(d));
-    e.layout = job.plan.layout;
-    e.role = manifest_role(e.name);
-    e.group = manifest_group(e.name);
-    e.size_bytes = job.plan.size_bytes;
-    e.placement = job.placement;
+  for (size_t i = 0; i < in.jobs->size(); ++i) {
+    TensorEntry e = tensor_entry((*in.jobs)[i]);
+    if (i < in.tensor_sha256.size() && !in.tensor_sha256[i].empty()) e.sha256_hex = in.tensor_sha256[i];
     m.tensors.push_back(std::move(e));
   }
   fill_derived_fields(m);
   canonicalize(m);
+  RDRR_RETURN_IF_ERROR(validate_manifest(m).context("manifest"));
+  RDRR_RETURN_IF_ERROR(add_execution_graph(m, in.kv_dtype));
   RDRR_RETURN_IF_ERROR(validate_manifest(m).context("manifest"));
   return m;
 }

@@ -12,8 +12,10 @@
 #include <memory>
 #include <mutex>
 #include <new>
+#include <optional>
 
 #include "quant/f16.h"
+#include "rdrr/sha256.h"
 #include "quant/layout.h"
 
 namespace rdrr::convert {
@@ -154,6 +156,7 @@ class Pipeline {
 
   // Writer state (stage 3 only).
   Status failed_;
+  std::optional<Sha256> tensor_hash_;  // of the tensor being written (manifest tensors.<name>.hash)
   ConvertProgress progress_;
   uint64_t bytes_in_total_ = 0;
   Clock::time_point start_ = Clock::now();
@@ -374,8 +377,14 @@ Status Pipeline::transform(Token& t) {
 
 Status Pipeline::write(Token& t) {
   const TensorJob& job = jobs_[t.job];
-  if (t.first) RDRR_RETURN_IF_ERROR(writer_.begin_tensor(job.plan.size_bytes));
-  if (job.plan.layout != Layout::kColumnWise) RDRR_RETURN_IF_ERROR(writer_.append(std::as_bytes(t.bytes)));
+  if (t.first) {
+    RDRR_RETURN_IF_ERROR(writer_.begin_tensor(job.plan.size_bytes));
+    tensor_hash_.emplace();
+  }
+  if (job.plan.layout != Layout::kColumnWise) {
+    RDRR_RETURN_IF_ERROR(writer_.append(std::as_bytes(t.bytes)));
+    tensor_hash_->update(std::as_bytes(t.bytes));
+  }
   TensorStats& s = stats_[t.job];
   s.sq_err += t.stats.sq_err;
   s.sq_ref += t.stats.sq_ref;
@@ -387,13 +396,17 @@ Status Pipeline::write(Token& t) {
       job.source->stored_bytes() * static_cast<uint64_t>(t.r1 - t.r0) / static_cast<uint64_t>(rows);
   if (t.last) {
     if (job.plan.layout == Layout::kColumnWise) {
-      RDRR_RETURN_IF_ERROR(writer_.append(std::as_bytes(std::span<const uint8_t>(col_[t.job].data.get(), job.plan.size_bytes))));
+      const auto whole = std::as_bytes(std::span<const uint8_t>(col_[t.job].data.get(), job.plan.size_bytes));
+      RDRR_RETURN_IF_ERROR(writer_.append(whole));
+      tensor_hash_->update(whole);
       pool_.give(std::move(col_[t.job]));
     }
     RDRR_ASSIGN_OR_RETURN(TensorPlacement placed, writer_.end_tensor());
     if (placed != job.placement) {
       return error(StatusCode::kInternal, "tensor " + job.plan.name + ": written placement differs from the plan");
     }
+    s.sha256_hex = tensor_hash_->finish_hex();
+    tensor_hash_.reset();
     s.passthrough = std::all_of(job.raw_parts.begin(), job.raw_parts.end(), [](bool b) { return b; });
     ++progress_.tensors_done;
   }

@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "convert/converter.h"
@@ -48,6 +49,7 @@ struct TensorStats {
   uint64_t sampled_values = 0;
   uint64_t nonfinite_values = 0;
   double seconds = 0;
+  std::string sha256_hex;  // of the tensor's bytes as written (manifest tensors.<name>.hash)
 };
 
 // The raw-copy decision for every part of a planned tensor.

@@ -16,7 +16,7 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 constexpr std::string_view kHfTokenizerFiles[] = {"tokenizer.json", "tokenizer.model", "tokenizer_config.json",
-                                                  "special_tokens_map.json"};
+                                                  "special_tokens_map.json", "chat_template.jinja"};
 constexpr std::string_view kTokenizerJson = "tokenizer.json";
 constexpr std::string_view kTokenizerConfig = "tokenizer_config.json";
 constexpr std::string_view kGenerationConfig = "generation_config.json";

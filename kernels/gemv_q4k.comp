@@ -45,8 +45,9 @@ layout(constant_id = 1) const uint NUM_ROWS = 4;
 #else
 #error "gemv_q4k.comp: define ROWS or COLUMN_SPLIT"
 #endif
-// Diagnostics for bench_kernels only (wrong results): 1 = x never read from memory, 2 = weights read but not
-// decoded. 0 in every real use.
+// Diagnostics for bench_kernels only (wrong results), bit flags: 1 = x never read from memory (rows path),
+// 2 = weights read but not decoded (rows 3 = both: the weight stream alone), 4 = column split: no sum over the
+// input slices (partials straight from slice 0; mode 2 only). 0 in every real use.
 layout(constant_id = 2) const uint DIAG = 0;
 layout(constant_id = 3) const uint PREFETCH = 0;  // rows path: 1 = load the next item's weights before decoding
 
@@ -140,7 +141,7 @@ void main() {
     }
     vec4 xl[4];
     vec4 xh[4];
-    if (DIAG == 1u) {
+    if ((DIAG & 1u) != 0u) {
       [[unroll]] for (uint i = 0u; i < 4u; ++i) {
         xl[i] = vec4(float(it + i));
         xh[i] = vec4(float(it - i));
@@ -154,7 +155,7 @@ void main() {
       if (row0 + r < pc.n_rows) {
         float dot_lo = 0.0;
         float dot_hi = 0.0;
-        if (DIAG == 2u) {
+        if ((DIAG & 2u) != 0u) {
           dot_lo = uintBitsToFloat(((qv[r].x ^ qv[r].y ^ qv[r].z ^ qv[r].w) & 0x007fffffu) | 0x3f800000u) * xl[0].x;
         } else {
           [[unroll]] for (uint m = 0u; m < 4u; ++m) {
@@ -228,6 +229,7 @@ bool arrive_last(uint slot) {
 }
 
 #define UNROLL 4u
+#define MERGE_INFLIGHT 32u  // runtime/ops_gemv.cpp kMaxMergeSplits
 #define PASS_OUTPUTS 8u  // outputs per invocation reduced per shared-memory pass (4 passes of 32)
 shared float col_scratch[gl_WorkGroupSize.x * gl_WorkGroupSize.y * PASS_OUTPUTS];
 
@@ -273,13 +275,17 @@ void main() {
         const float a_hi = dm.x * sc.y;
         min_lo += dm.y * sc.z;
         min_hi += dm.y * sc.w;
-        [[unroll]] for (uint m = 0u; m < 4u; ++m) {
-          vec4 lo;
-          vec4 hi;
-          q4v_word(qv[u][m], lo, hi);
-          [[unroll]] for (uint t = 0u; t < 4u; ++t) {
-            acc[4u * m + t] += a_lo * lo[t];
-            acc[16u + 4u * m + t] += a_hi * hi[t];
+        if ((DIAG & 2u) != 0u) {
+          [[unroll]] for (uint m = 0u; m < 4u; ++m) acc[m] += a_lo * uintBitsToFloat((qv[u][m] & 0x007fffffu) | 0x3f800000u);
+        } else {
+          [[unroll]] for (uint m = 0u; m < 4u; ++m) {
+            vec4 lo;
+            vec4 hi;
+            q4v_word(qv[u][m], lo, hi);
+            [[unroll]] for (uint t = 0u; t < 4u; ++t) {
+              acc[4u * m + t] += a_lo * lo[t];
+              acc[16u + 4u * m + t] += a_hi * hi[t];
+            }
           }
         }
       }
@@ -293,7 +299,15 @@ void main() {
   const uint lid = gl_LocalInvocationIndex;
   const uint items = gl_WorkGroupSize.x;
   const uint row_base = (pc.split_begin + s) * pc.n_out;
-  [[unroll]] for (uint p = 0u; p < 32u / PASS_OUTPUTS; ++p) {
+  if ((DIAG & 4u) != 0u) {  // diagnostic: no sum over ty (slice 0's sums stand for the totals)
+    if (ty == 0u && item < pc.blocks_per_k * 8u) {
+      [[unroll]] for (uint v = 0u; v < 32u; ++v) {
+        const uint n = b * 256u + 64u * (j >> 1) + 16u * (j & 1u) + (v < 16u ? v : v + 16u);
+        if (n < pc.n_out) part[row_base + n] = acc[v];
+      }
+    }
+  }
+  [[unroll]] for (uint p = 0u; p < ((DIAG & 4u) != 0u ? 0u : 32u / PASS_OUTPUTS); ++p) {
     [[unroll]] for (uint i = 0u; i < PASS_OUTPUTS; ++i) col_scratch[(ty * items + tx) * PASS_OUTPUTS + i] = acc[p * PASS_OUTPUTS + i];
     barrier();
     for (uint o = lid; o < items * PASS_OUTPUTS; o += gl_WorkGroupSize.x * gl_WorkGroupSize.y) {
@@ -328,15 +342,25 @@ void main() {
     const uint oj = oitem & 7u;
     const uint n = (oitem >> 3) * 256u + 64u * (oj >> 1) + 16u * (oj & 1u) + (v < 16u ? v : v + 16u);
     if (oitem < pc.blocks_per_k * 8u && n < pc.n_out) {
-      // Eight partials in flight at a time, added in split order.
+      // Added in split order. Up to MERGE_INFLIGHT splits (the runtime's single-range limit): every partial
+      // in flight at once, so the merge tail costs one memory round trip; more: eight at a time.
       float total = 0.0;
-      uint t = 0u;
-      for (; t + 8u <= pc.n_splits; t += 8u) {
-        float v[8];
-        [[unroll]] for (uint u = 0u; u < 8u; ++u) v[u] = part[(t + u) * pc.n_out + n];
-        [[unroll]] for (uint u = 0u; u < 8u; ++u) total += v[u];
+      if (pc.n_splits <= MERGE_INFLIGHT) {
+        float v[MERGE_INFLIGHT];
+        [[unroll]] for (uint u = 0u; u < MERGE_INFLIGHT; ++u) v[u] = u < pc.n_splits ? part[u * pc.n_out + n] : 0.0;
+        total = v[0];
+        [[unroll]] for (uint u = 1u; u < MERGE_INFLIGHT; ++u) {
+          if (u < pc.n_splits) total += v[u];
+        }
+      } else {
+        uint t = 0u;
+        for (; t + 8u <= pc.n_splits; t += 8u) {
+          float v[8];
+          [[unroll]] for (uint u = 0u; u < 8u; ++u) v[u] = part[(t + u) * pc.n_out + n];
+          [[unroll]] for (uint u = 0u; u < 8u; ++u) total += v[u];
+        }
+        for (; t < pc.n_splits; ++t) total += part[t * pc.n_out + n];
       }
-      for (; t < pc.n_splits; ++t) total += part[t * pc.n_out + n];
       y[n] = total;
     }
   }

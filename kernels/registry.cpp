@@ -64,7 +64,8 @@ constexpr SpecInfo kGemvVecSpec[] = {{0, "local_size_x", 64, SpecRole::kLocalSiz
                                      {2, "DIAG", 0, SpecRole::kTuning},
                                      {3, "PREFETCH", 0, SpecRole::kTuning}};
 constexpr SpecInfo kGemvSplitSpec[] = {{0, "local_size_x", 8, SpecRole::kLocalSizeX},
-                                       {1, "local_size_y", 32, SpecRole::kLocalSizeY}};
+                                       {1, "local_size_y", 32, SpecRole::kLocalSizeY},
+                                       {2, "DIAG", 0, SpecRole::kTuning}};
 // gemm.comp tiles: TM = local_size_y * RM rows, TN = local_size_x * RN outputs, TK inputs per shared tile.
 constexpr SpecInfo kGemmSpec[] = {{0, "local_size_x", 16, SpecRole::kLocalSizeX},
                                   {1, "local_size_y", 8, SpecRole::kLocalSizeY},
@@ -112,6 +113,7 @@ constexpr KernelInfo kKernels[] = {
      kGemmSpec, 64, kGemmGrid},
     {"rms_norm", "rmsnorm.comp", "main", "", Op::kRmsNorm, kF32, {}, kNormBindings, kSpec128, 20, kRowGrid},
     {"add", "add.comp", "main", "", Op::kAdd, kF32, {}, kAddBindings, kSpec256, 8, kElemGrid},
+    {"add_bias", "add.comp", "main", "BROADCAST", Op::kAdd, kF32, {}, kAddBindings, kSpec256, 16, kElemGrid},
     {"glu", "glu.comp", "main", "", Op::kGatedAct, kF32, {}, kGluBindings, kGluSpec, 8, kElemGrid},
     {"rope", "rope.comp", "main", "", Op::kRope, kF32, {}, kRopeBindings, kSpec128, 36, kRopeGrid},
     {"rope_freqs", "rope.comp", "main", "FREQ_TABLE", Op::kRope, kF32, {}, kRopeFreqBindings, kSpec128, 36, kRopeGrid},

@@ -28,8 +28,9 @@ inline constexpr std::string_view kModelTypeTransformer = "transformer";
 inline constexpr std::string_view kTokenizerTypeBundled = "bundled";
 // The file names a pack may bundle for its tokenizer (SPEC.md "Pack directory"). tokenizer.gguf.json holds a
 // GGUF file's tokenizer metadata as JSON (written by the converter, convert/model_config.h).
-inline constexpr std::string_view kTokenizerFileNames[] = {"tokenizer.json", "tokenizer.model", "tokenizer_config.json",
-                                                           "special_tokens_map.json", "tokenizer.gguf.json"};
+inline constexpr std::string_view kTokenizerFileNames[] = {"tokenizer.json",          "tokenizer.model",
+                                                           "tokenizer_config.json",   "special_tokens_map.json",
+                                                           "tokenizer.gguf.json",     "chat_template.jinja"};
 
 // Limits (SPEC.md "Limits"). Readers reject anything past them.
 inline constexpr uint64_t kMaxJsonInteger = 1ull << 53;  // every integer in the manifest is <= 2^53
@@ -101,9 +102,21 @@ struct SourceInfo {  // json: metadata.source {format, files}
   bool operator==(const SourceInfo&) const = default;
 };
 
+// A kernel digest re-pinned after a kernel edit (`rdrr-digests repin`, kernels/repin.h).
+// json: metadata.kernelRepins[] {kernel, from, to}
+struct KernelRepin {
+  std::string kernel;  // key of inference.execution.kernels
+  std::string from;    // digest pinned before, "sha256:<64 hex>"
+  std::string to;      // digest pinned after
+  bool operator==(const KernelRepin&) const = default;
+};
+
 struct Provenance {  // json: metadata
   SourceInfo source;
   ConverterInfo converter;
+  // json: kernelRepins (optional; absent when empty, so packs never re-pinned keep their bytes). Every
+  // re-pin, appended in the order it happened.
+  std::vector<KernelRepin> kernel_repins;
   // json: convertedAt, "YYYY-MM-DDTHH:MM:SSZ". Absent by default so packs are byte-reproducible; a
   // converter sets it only on request (e.g. from SOURCE_DATE_EPOCH).
   std::optional<std::string> converted_at;

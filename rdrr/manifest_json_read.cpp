@@ -172,6 +172,25 @@ Status read_string_map(const json& v, const std::string& path, std::map<std::str
   return o.finish();
 }
 
+// metadata.kernelRepins: optional array of {kernel, from, to}.
+Status read_kernel_repins(Object& parent, std::vector<KernelRepin>& out) {
+  out.clear();
+  const json* arr = parent.get("kernelRepins");
+  if (arr == nullptr) return Status::Ok();
+  const std::string path = parent.child("kernelRepins");
+  RDRR_RETURN_IF_ERROR(expect_array(*arr, path, kMaxListEntries));
+  for (size_t i = 0; i < arr->size(); ++i) {
+    RDRR_ASSIGN_OR_RETURN(Object e, Object::open((*arr)[i], json_pointer_child(path, std::to_string(i))));
+    KernelRepin r;
+    RDRR_RETURN_IF_ERROR(e.req_string("kernel", r.kernel, kMaxNameBytes));
+    RDRR_RETURN_IF_ERROR(e.req_string("from", r.from, kMaxStringBytes));
+    RDRR_RETURN_IF_ERROR(e.req_string("to", r.to, kMaxStringBytes));
+    RDRR_RETURN_IF_ERROR(e.finish());
+    out.push_back(std::move(r));
+  }
+  return Status::Ok();
+}
+
 Status read_metadata(Object& root, Provenance& p) {
   RDRR_ASSIGN_OR_RETURN(Object o, open_child(root, "metadata"));
   {
@@ -189,6 +208,7 @@ Status read_metadata(Object& root, Provenance& p) {
     RDRR_RETURN_IF_ERROR(conv.finish());
   }
   RDRR_RETURN_IF_ERROR(o.opt_string("convertedAt", p.converted_at, 64));
+  RDRR_RETURN_IF_ERROR(read_kernel_repins(o, p.kernel_repins));
   return o.finish();
 }
 

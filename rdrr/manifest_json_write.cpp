@@ -103,6 +103,11 @@ json metadata_json(const Provenance& p) {
       {"source", {{"format", str(source_format_name(p.source.format))}, {"files", file_records_json(p.source.files)}}},
       {"converter", {{"name", p.converter.name}, {"version", p.converter.version}, {"flags", p.converter.flags}}}};
   put_opt(j, "convertedAt", p.converted_at);
+  if (!p.kernel_repins.empty()) {
+    json repins = json::array();
+    for (const KernelRepin& r : p.kernel_repins) repins.push_back({{"kernel", r.kernel}, {"from", r.from}, {"to", r.to}});
+    j["kernelRepins"] = std::move(repins);
+  }
   return j;
 }
 

@@ -100,6 +100,36 @@ TEST(ManifestJson, OptionalFieldsRoundTrip) {
   EXPECT_TRUE(*parsed == m);
 }
 
+TEST(ManifestJson, KernelRepinsRoundTripInOrderAndAreAbsentWhenEmpty) {
+  Manifest m = Tiny();
+  EXPECT_EQ(serialize_manifest(m).find("kernelRepins"), std::string::npos);
+  const std::string a = "sha256:" + std::string(64, 'a');
+  const std::string b = "sha256:" + std::string(64, 'b');
+  m.metadata.kernel_repins = {{"rmsnorm", a, b}, {"matmul_q4k", b, a}};
+  ASSERT_TRUE(validate_manifest(m).ok()) << validate_manifest(m).to_string();
+  const std::string text = serialize_manifest(m);
+  EXPECT_NE(text.find("\"kernelRepins\""), std::string::npos);
+  Result<Manifest> parsed = parse_manifest(text, "repins.json");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().to_string();
+  EXPECT_TRUE(*parsed == m);
+  EXPECT_EQ(parsed->metadata.kernel_repins[0].kernel, "rmsnorm");
+  EXPECT_EQ(parsed->metadata.kernel_repins[1].kernel, "matmul_q4k");
+}
+
+TEST(ManifestParse, RejectsMalformedKernelRepins) {
+  ExpectError(ParseEdited([](json& j) { j["metadata"]["kernelRepins"] = json::object(); }).status(),
+              StatusCode::kSchema, "/metadata/kernelRepins");
+  ExpectError(ParseEdited([](json& j) {
+                j["metadata"]["kernelRepins"] = json::array({{{"kernel", "x"}, {"from", "sha256:"}}});
+              }).status(),
+              StatusCode::kSchema, "/metadata/kernelRepins/0");
+  ExpectError(ParseEdited([](json& j) {
+                j["metadata"]["kernelRepins"] =
+                    json::array({{{"kernel", "x"}, {"from", "a"}, {"to", "b"}, {"when", "now"}}});
+              }).status(),
+              StatusCode::kSchema, "unknown field \"when\"");
+}
+
 TEST(ManifestJson, YarnRoundTrips) {
   Manifest m = Tiny();
   RopeConfig& r = m.inference.rope;

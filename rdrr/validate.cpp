@@ -207,6 +207,27 @@ bool is_utc_timestamp(std::string_view s) {
          num(14, 2) <= 59 && num(17, 2) <= 60;
 }
 
+Status check_digest(const std::string& field, const std::string& digest) {
+  const std::string_view prefix = "sha256:";
+  if (digest.rfind(prefix, 0) != 0 || !vutil::is_lower_hex(std::string_view(digest).substr(prefix.size()), 64)) {
+    return error(StatusCode::kSchema, field + ": " + quote(digest) + " is not \"sha256:<64 lowercase hex>\"");
+  }
+  return Status::Ok();
+}
+
+Status validate_kernel_repins(const std::vector<KernelRepin>& repins) {
+  if (repins.size() > kMaxListEntries) return invalid("metadata.kernelRepins: too many entries");
+  for (size_t i = 0; i < repins.size(); ++i) {
+    const KernelRepin& r = repins[i];
+    const std::string field = "metadata.kernelRepins[" + std::to_string(i) + "]";
+    RDRR_RETURN_IF_ERROR(vutil::check_identifier(field + ".kernel", r.kernel, kMaxNameBytes, true, "_.-"));
+    RDRR_RETURN_IF_ERROR(check_digest(field + ".from", r.from));
+    RDRR_RETURN_IF_ERROR(check_digest(field + ".to", r.to));
+    if (r.from == r.to) return invalid(field + ": from and to are the same digest " + quote(r.from));
+  }
+  return Status::Ok();
+}
+
 Status validate_metadata(const Provenance& p) {
   std::set<std::string> names;
   for (size_t i = 0; i < p.source.files.size(); ++i) {
@@ -226,7 +247,7 @@ Status validate_metadata(const Provenance& p) {
   if (p.converted_at && !is_utc_timestamp(*p.converted_at)) {
     return invalid("metadata.convertedAt: " + quote(*p.converted_at) + " is not YYYY-MM-DDTHH:MM:SSZ");
   }
-  return Status::Ok();
+  return validate_kernel_repins(p.kernel_repins);
 }
 
 Status validate_goldens(const std::vector<GoldenFile>& goldens) {

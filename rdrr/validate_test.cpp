@@ -228,6 +228,18 @@ TEST(Validate, BadConvertedAt) {
   ExpectRule([](Manifest& m) { m.metadata.converted_at = "2024-13-01T00:00:00Z"; }, StatusCode::kValidation,
              "metadata.convertedAt: \"2024-13-01T00:00:00Z\" is not YYYY-MM-DDTHH:MM:SSZ");
 }
+TEST(Validate, BadKernelRepins) {
+  const std::string a = "sha256:" + std::string(64, 'a');
+  const std::string b = "sha256:" + std::string(64, 'b');
+  ExpectRule([&](Manifest& m) { m.metadata.kernel_repins = {{"rms norm", a, b}}; }, StatusCode::kValidation,
+             "metadata.kernelRepins[0].kernel");
+  ExpectRule([&](Manifest& m) { m.metadata.kernel_repins = {{"rmsnorm", "sha256:ABC", b}}; }, StatusCode::kSchema,
+             "metadata.kernelRepins[0].from: \"sha256:ABC\" is not \"sha256:<64 lowercase hex>\"");
+  ExpectRule([&](Manifest& m) { m.metadata.kernel_repins = {{"rmsnorm", a, b}, {"rmsnorm", b, a.substr(7)}}; },
+             StatusCode::kSchema, "metadata.kernelRepins[1].to");
+  ExpectRule([&](Manifest& m) { m.metadata.kernel_repins = {{"rmsnorm", a, a}}; }, StatusCode::kValidation,
+             "metadata.kernelRepins[0]: from and to are the same digest");
+}
 
 // ---- goldens ----
 TEST(Validate, GoldenOutsideGoldenDir) {

@@ -162,7 +162,9 @@ TEST_F(DeviceTest, DispatchValidationNamesKernelLabelAndBinding) {
 
 // Two independent adds, then one that consumes both, then one independent of all: exactly one barrier.
 TEST_F(DeviceTest, BarriersOnlyWhereDataFlowsAndTimestamps) {
-  Result<std::unique_ptr<Recorder>> timed = Recorder::create(dev(), RecorderOptions{true});
+  RecorderOptions timed_opts;
+  timed_opts.timestamps = true;
+  Result<std::unique_ptr<Recorder>> timed = Recorder::create(dev(), timed_opts);
   ASSERT_TRUE(timed.ok()) << timed.status().to_string();
   const uint32_t n = 1000;
   std::vector<float> a(n), b(n);

@@ -6,8 +6,10 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 
+#include "kernels/registry.h"
 #include "quant/dtype.h"
 #include "quant/status.h"
 #include "runtime/memory.h"
@@ -23,7 +25,7 @@ struct GemvTuning {
   uint32_t num_rows = 0;      // row path: rows per workgroup (NUM_ROWS)
   uint32_t k_split = 0;       // column path: input slices per workgroup (local_size_y)
   uint32_t k_chunk = 0;       // column split path: inputs per split (0 = automatic)
-  uint32_t diag = 0;          // vectorized Q4_K rows path: bench-only diagnostics (DIAG; wrong results), 0 = off
+  uint32_t diag = 0;          // vectorized Q4_K kernels: bench-only diagnostics (DIAG; wrong results), 0 = off
   uint32_t prefetch = 0;      // vectorized Q4_K rows path: 1 = load the next item's weights first (PREFETCH)
 };
 
@@ -45,6 +47,10 @@ struct GemvArgs {
   BufferRange y;
   BufferRange scratch;  // optional, f32 split-K partials (Q4_K column_wise); must not overlap w, x or y
   GemvTuning tuning;
+  // Forced kernel (registry name, e.g. a graph's pinned choice); empty = the automatic choice above. A kernel
+  // that is not a gemv kernel for dtype / layout, or whose path cannot run these args (gemv_q4_k_vec with
+  // unaligned blocks, gemv_q4_k_col_split without a usable scratch), is an error, never a silent fallback.
+  std::string_view kernel;
 };
 Status record_gemv(Recorder& rec, const GemvArgs& args, std::string_view label = "gemv");
 
@@ -76,6 +82,7 @@ struct GemmArgs {
   BufferRange x;
   BufferRange y;
   GemmTuning tuning;
+  std::string_view kernel;  // forced kernel (registry name); empty = automatic; a mismatch is an error
 };
 Status record_gemm(Recorder& rec, const GemmArgs& args, std::string_view label = "gemm");
 
@@ -94,6 +101,11 @@ Status record_rms_norm(Recorder& rec, const RmsNormArgs& args, std::string_view 
 // out = a + b, n f32 elements; out may equal a or b.
 Status record_add(Recorder& rec, const BufferRange& a, const BufferRange& b, const BufferRange& out, uint32_t n,
                   std::string_view label = "add");
+
+// Bias broadcast (add_bias kernel): out[r, j] = x[r, j] + bias[j] for n_rows rows of n_b f32 values; out may
+// equal x. Prefill q / k / v projection biases.
+Status record_add_bias(Recorder& rec, const BufferRange& x, const BufferRange& bias, const BufferRange& out, uint32_t n_b,
+                       uint32_t n_rows, std::string_view label = "add_bias");
 
 // Per-head RMSNorm over head_dim (Qwen3 / Gemma 3 q_norm and k_norm): x [n_tokens, n_heads, head_dim], one
 // weight f32[head_dim] shared by all heads; weight_offset 0 (plain) or 1 ((1 + w), HF Gemma). The rms_norm
@@ -174,8 +186,14 @@ struct EmbedArgs {
   BufferRange out;  // f32[n_tokens * dim]
   uint32_t n_tokens = 0;
   float scale = 1.0f;
+  std::string_view kernel;  // forced kernel (registry name); empty = automatic; a mismatch is an error
 };
 Status record_embed(Recorder& rec, const EmbedArgs& args, std::string_view label = "embed");
+
+// The kernel `forced` names when it is a registry kernel of `op` accepting dtype / layout; else kUnsupported
+// (kNotFound for an unknown name) with ctx in front. Shared by the ops' kernel overrides.
+Result<const kernels::KernelInfo*> forced_kernel(std::string_view forced, kernels::Op op, quant::DType dtype,
+                                                 quant::Layout layout, const std::string& ctx);
 
 // Folds a 1-D count of workgroups into (x, y) within the device's maxComputeWorkGroupCount.
 Result<std::array<uint32_t, 3>> fold_groups(Recorder& rec, uint64_t groups, std::string_view what);

@@ -1,5 +1,6 @@
 // record_rms_norm, record_head_norm, record_add_rms_norm, record_add, record_softcap, record_glu,
 // record_glu_split, record_rope, record_dequant (kernels/*.comp headers say the rest).
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -104,6 +105,27 @@ Status record_add(Recorder& rec, const BufferRange& a, const BufferRange& b, con
   const BufferRange bindings[] = {a, b, out};
   return record_elementwise(rec, "add", {}, bindings, n, "add " + std::string(label) + " [n=" + std::to_string(n) + "]",
                             label);
+}
+
+Status record_add_bias(Recorder& rec, const BufferRange& x, const BufferRange& bias, const BufferRange& out, uint32_t n_b,
+                       uint32_t n_rows, std::string_view label) {
+  const std::string ctx = "add_bias " + std::string(label) + " [n_b=" + std::to_string(n_b) +
+                          " rows=" + std::to_string(n_rows) + "]";
+  RDRR_RETURN_IF_ERROR(need_nonzero(n_b, "n_b", ctx));
+  RDRR_RETURN_IF_ERROR(need_nonzero(n_rows, "n_rows", ctx));
+  const uint64_t n = uint64_t{n_b} * n_rows;
+  if (n >= (uint64_t{1} << 32)) return error(StatusCode::kUnsupported, ctx + ": too many elements");
+  RDRR_RETURN_IF_ERROR(need_bytes(x, n * 4, "x", ctx));
+  RDRR_RETURN_IF_ERROR(need_bytes(bias, uint64_t{n_b} * 4, "bias", ctx));
+  RDRR_RETURN_IF_ERROR(need_bytes(out, n * 4, "out", ctx));
+  RDRR_ASSIGN_OR_RETURN(const Pipeline* p, get_pipeline(rec, "add_bias", {}, ctx));
+  const uint64_t groups = ceil_div(n, p->local_size()[0]);
+  RDRR_ASSIGN_OR_RETURN(auto grid, fold_groups(rec, groups, ctx));
+  struct {
+    uint32_t n, n_groups, n_b, pad0;
+  } push{static_cast<uint32_t>(n), static_cast<uint32_t>(groups), n_b, 0};
+  const BufferRange bindings[] = {x.sub(0, n * 4), bias.sub(0, uint64_t{n_b} * 4), out.sub(0, n * 4)};
+  return rec.dispatch(*p, bindings, push, grid, label);
 }
 
 Status record_glu(Recorder& rec, Activation act, const BufferRange& gate, const BufferRange& up, const BufferRange& out,
@@ -217,6 +239,24 @@ Status record_dequant(Recorder& rec, quant::DType dtype, const BufferRange& src,
   } push{static_cast<uint32_t>(elems), 0};
   const BufferRange bindings[] = {src, dst};
   return rec.dispatch(*p, bindings, push, grid, label);
+}
+
+Result<const kernels::KernelInfo*> forced_kernel(std::string_view forced, kernels::Op op, quant::DType dtype,
+                                                 quant::Layout layout, const std::string& ctx) {
+  const kernels::KernelInfo* k = kernels::find_kernel(forced);
+  if (k == nullptr) {
+    return error(StatusCode::kNotFound, ctx + ": forced kernel " + std::string(forced) + " is not a registry kernel");
+  }
+  const bool dtype_ok = std::find(k->dtypes.begin(), k->dtypes.end(), dtype) != k->dtypes.end();
+  const bool layout_ok = k->layouts.empty() || std::find(k->layouts.begin(), k->layouts.end(), layout) != k->layouts.end();
+  if (k->op != op || !dtype_ok || !layout_ok) {
+    return error(StatusCode::kUnsupported, ctx + ": forced kernel " + std::string(forced) + " (op " +
+                                               std::string(kernels::op_name(k->op)) + ") cannot run op " +
+                                               std::string(kernels::op_name(op)) + " on " +
+                                               std::string(quant::dtype_name(dtype)) + " " +
+                                               std::string(quant::layout_name(layout)));
+  }
+  return k;
 }
 
 }  // namespace rdrr::runtime

@@ -51,6 +51,9 @@ Status record_embed(Recorder& rec, const EmbedArgs& a, std::string_view label) {
   if (!std::isfinite(a.scale)) return error(StatusCode::kInvalidArgument, ctx + ": scale is not finite");
   const kernels::KernelInfo* kernel = kernels::find_kernel(kernels::Op::kEmbed, a.dtype, a.layout);
   if (kernel == nullptr) return error(StatusCode::kUnsupported, ctx + ": no embed kernel for this dtype and layout");
+  if (!a.kernel.empty()) {
+    RDRR_ASSIGN_OR_RETURN(kernel, forced_kernel(a.kernel, kernels::Op::kEmbed, a.dtype, a.layout, ctx));
+  }
   const bool column = a.layout == Layout::kColumnWise && a.dtype == DType::kQ4_K;
   const bool quantized = quant::is_block_quantized(a.dtype);
   const uint64_t be = quantized ? static_cast<uint64_t>(quant::block_elems(a.dtype)) : 1;

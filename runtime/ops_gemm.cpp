@@ -140,6 +140,9 @@ Status record_gemm(Recorder& rec, const GemmArgs& a, std::string_view label) {
   if (a.m_rows == 0 || a.n_rows == 0 || a.k == 0) return error(StatusCode::kInvalidArgument, ctx + ": empty shape");
   const kernels::KernelInfo* kernel = kernels::find_kernel(kernels::Op::kGemm, a.dtype, a.layout);
   if (kernel == nullptr) return error(StatusCode::kUnsupported, ctx + ": no gemm kernel for this dtype and layout");
+  if (!a.kernel.empty()) {
+    RDRR_ASSIGN_OR_RETURN(kernel, forced_kernel(a.kernel, kernels::Op::kGemm, a.dtype, a.layout, ctx));
+  }
   const uint64_t w_bytes = packed_weight_bytes(a.dtype, a.layout, a.n_rows, a.k);
   const uint64_t x_bytes = uint64_t{a.m_rows} * a.k * 4;
   const uint64_t y_bytes = uint64_t{a.m_rows} * a.n_rows * 4;

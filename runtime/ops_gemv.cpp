@@ -43,12 +43,25 @@ constexpr uint32_t kMinAutoKChunk = 64;     // automatic split size floor (2 inp
 constexpr uint64_t kTargetSplitGroups = 512;  // automatic split size aims for at least this many workgroups
 constexpr uint64_t kMaxSplits = 4095;         // gemv_q4k.comp tickets count arrivals in 12 bits
 constexpr uint64_t kMaxMergeSplits = 32;      // the merging workgroup reads this many partials per output
+// Vectorized rows path: a decode GEMV is one short wave, so with few workgroups (few rows) the registry's 64
+// invocations per workgroup leave the device under-occupied; below this many workgroups use 128 (H100,
+// bench_kernels: 2048x8192 12.99 -> 10.81 us; at 1024 workgroups and more the wider groups are slower).
+constexpr uint64_t kVecWideBelowGroups = 768;
+constexpr uint32_t kVecWideLocalSize = 128;
 enum SplitMode : uint32_t { kPartialsOnly = 0, kDirect = 1, kMergeLast = 2 };
 
 // Epoch of a column split call: tags its tickets (1 .. 2^20 - 2; consecutive calls differ).
 uint32_t next_epoch() {
   static std::atomic<uint32_t> counter{0};
   return 1 + counter.fetch_add(1, std::memory_order_relaxed) % 0xffffeu;
+}
+
+// The registry default of specialization constant `id` (1 when the kernel has none).
+uint32_t spec_default(const kernels::KernelInfo& kernel, uint32_t id) {
+  for (const kernels::SpecInfo& si : kernel.spec) {
+    if (si.id == id) return std::max<uint32_t>(si.default_value, 1);
+  }
+  return 1;
 }
 
 std::vector<SpecValue> gemv_spec(const GemvTuning& t, bool column, const kernels::KernelInfo& kernel,
@@ -119,6 +132,7 @@ Result<bool> record_column_split(Recorder& rec, const GemvArgs& a, const std::ve
   std::vector<SpecValue> spec;
   if (a.tuning.local_size_x != 0) spec.push_back({0, a.tuning.local_size_x});
   if (a.tuning.k_split != 0) spec.push_back({1, a.tuning.k_split});
+  if (a.tuning.diag != 0) spec.push_back({2, a.tuning.diag});
   RDRR_ASSIGN_OR_RETURN(const Pipeline* pipe, get_pipeline(rec, "gemv_q4_k_col_split", spec, ctx));
   const uint64_t blocks_per_k = ceil_div(a.n_rows, quant::kQK_K);
   const uint64_t item_groups = ceil_div(blocks_per_k * 8, pipe->local_size()[0]);
@@ -172,8 +186,16 @@ Status record_column(Recorder& rec, const GemvArgs& a, const kernels::KernelInfo
   Result<std::vector<BindingRange>> ranges =
       split_binding({a.w.offset, w_bytes, granule, dev.binding_limit_bytes(), dev.binding_alignment()});
   if (!ranges.ok()) return ranges.status().context(ctx);
-  RDRR_ASSIGN_OR_RETURN(const bool split_done, record_column_split(rec, a, *ranges, ctx, label));
-  if (split_done) return Status::Ok();
+  // Forced kernel (GemvArgs::kernel): gemv_q4_k_col_split must run its split path, gemv_q4_k_col never does.
+  const bool forced_split = a.kernel == "gemv_q4_k_col_split";
+  if (a.kernel.empty() || forced_split) {
+    RDRR_ASSIGN_OR_RETURN(const bool split_done, record_column_split(rec, a, *ranges, ctx, label));
+    if (split_done) return Status::Ok();
+    if (forced_split) {
+      return error(StatusCode::kUnsupported, ctx + ": forced kernel gemv_q4_k_col_split cannot run these args "
+                                                   "(no scratch, scratch too small or blocks not 16-byte aligned)");
+    }
+  }
   const std::vector<SpecValue> spec = gemv_spec(a.tuning, true, kernel, dev.caps());
   Result<const Pipeline*> pipe = dev.pipelines().get(kernel, spec);
   if (!pipe.ok()) return pipe.status().context(ctx);
@@ -217,10 +239,20 @@ Status record_rows(Recorder& rec, const GemvArgs& a, const kernels::KernelInfo* 
   // Q4_K with block-aligned rows and 16-byte aligned blocks: the vectorized kernel (gemv_q4k.comp ROWS).
   bool vec = a.dtype == DType::kQ4_K && row_stride % be == 0;
   for (const BindingRange& r : *ranges) vec = vec && r.skip_bytes % kQ4KVecBytes == 0;
+  // Forced kernel (GemvArgs::kernel): gemv_q4_k_vec must be usable; any other forced name is the generic one.
+  if (a.kernel == "gemv_q4_k_vec" && !vec) {
+    return error(StatusCode::kUnsupported, ctx + ": forced kernel gemv_q4_k_vec cannot run these args (rows not "
+                                                 "whole blocks or blocks not 16-byte aligned)");
+  }
+  if (!a.kernel.empty() && a.kernel != "gemv_q4_k_vec") vec = false;
   if (vec) kernel = kernels::find_kernel("gemv_q4_k_vec");
   if (kernel == nullptr) return error(StatusCode::kInternal, ctx + ": kernel gemv_q4_k_vec is not registered");
   if (vec) unit_bytes = kQ4KVecBytes;
   std::vector<SpecValue> spec = gemv_spec(a.tuning, false, *kernel, dev.caps());
+  if (vec && a.tuning.local_size_x == 0 && a.tuning.num_rows == 0 &&
+      ceil_div(a.n_rows, spec_default(*kernel, 1)) < kVecWideBelowGroups) {
+    spec.push_back({0, kVecWideLocalSize});
+  }
   if (vec && a.tuning.diag != 0) spec.push_back({2, a.tuning.diag});
   if (vec && a.tuning.prefetch != 0) spec.push_back({3, a.tuning.prefetch});
   Result<const Pipeline*> pipe = dev.pipelines().get(*kernel, spec);
@@ -285,6 +317,9 @@ Status record_gemv(Recorder& rec, const GemvArgs& a, std::string_view label) {
   if (a.n_rows == 0 || a.k == 0) return error(StatusCode::kInvalidArgument, ctx + ": empty shape");
   const kernels::KernelInfo* kernel = kernels::find_kernel(kernels::Op::kGemv, a.dtype, a.layout);
   if (kernel == nullptr) return error(StatusCode::kUnsupported, ctx + ": no gemv kernel for this dtype and layout");
+  if (!a.kernel.empty()) {
+    RDRR_RETURN_IF_ERROR(forced_kernel(a.kernel, kernels::Op::kGemv, a.dtype, a.layout, ctx).status());
+  }
   const uint64_t w_bytes = packed_weight_bytes(a.dtype, a.layout, a.n_rows, a.k);
   RDRR_RETURN_IF_ERROR(need_bytes(a.w, w_bytes, "w", ctx));
   RDRR_RETURN_IF_ERROR(need_bytes(a.x, uint64_t{a.k} * 4, "x", ctx));

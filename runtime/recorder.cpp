@@ -119,6 +119,10 @@ Status Recorder::dispatch(const Pipeline& p, std::span<const BufferRange> bindin
                           std::array<uint32_t, 3> groups, std::string_view label) {
   const kernels::KernelInfo& k = p.kernel();
   const DeviceCaps& caps = device_.caps();
+  if (opts_.allowed_kernels != nullptr && opts_.allowed_kernels->count(k.name) == 0) {
+    return error(StatusCode::kIntegrity, where(p, label) + ": kernel " + std::string(k.name) +
+                                             " is not pinned by the execution graph (not in its kernels map)");
+  }
   if (bindings.size() != k.bindings.size()) {
     return error(StatusCode::kInvalidArgument, where(p, label) + ": " + std::to_string(bindings.size()) +
                                                    " bindings, kernel has " + std::to_string(k.bindings.size()));

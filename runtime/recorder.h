@@ -13,6 +13,7 @@
 #include <array>
 #include <cstddef>
 #include <memory>
+#include <set>
 #include <span>
 #include <string>
 #include <vector>
@@ -31,6 +32,9 @@ struct RecorderOptions {
   bool timestamps = false;        // GPU time per dispatch (needs timestampValidBits on the compute queue)
   uint32_t sets_per_pool = 256;   // descriptor sets per pool; more pools are added as needed
   uint32_t max_timed_dispatches = 1024;
+  // Fail-closed pinning: when set, dispatching a kernel whose registry name is not in the set fails with
+  // kIntegrity naming the kernel and the label (the executor passes the kernels its pack's graph pins).
+  std::shared_ptr<const std::set<std::string, std::less<>>> allowed_kernels;
 };
 
 struct DispatchTiming {

@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "convert/source.h"
+#include "kernels/graph_check.h"
+#include "kernels/graph_ops.h"
 #include "rdrr/manifest_json.h"
 #include "rdrr/sha256.h"
 #include "rdrr/validate.h"
@@ -98,10 +100,22 @@ TEST_P(ConvertMatrix, EveryPresetAndLayoutValidatesAndDecodesCloseToTheSource) {
   for (const auto& [preset, layout] : configs) {
     const std::string what = c.model + (c.gguf ? " gguf " : " hf ") + preset + " " + layout;
     const fs::path out = tmp / (preset + "-" + layout);
+    // No goldens here (tests/verify_e2e_test.cpp covers them): they would add ~1 s of CPU per conversion.
     const RunResult r = run_convert({source_of(c).string(), out.string(), "--quantize", preset, "--q4k-layout", layout,
-                                     "--no-sync", "--quiet", "--threads", "2"});
+                                     "--no-sync", "--quiet", "--threads", "2", "--golden-prompts", "none"});
+    if (preset == "bf16") {
+      // No kernel of this build reads BF16 weights: the execution graph cannot be planned, so the
+      // conversion fails (exit 9, kUnsupported) before anything is written.
+      EXPECT_EQ(r.exit_code, 9) << what << "\n" << r.err;
+      EXPECT_NE(r.err.find("execution graph"), std::string::npos) << r.err;
+      EXPECT_FALSE(fs::exists(out)) << what;
+      continue;
+    }
     ASSERT_EQ(r.exit_code, 0) << what << "\n" << r.err;
     const Manifest m = read_pack(out);
+    ASSERT_TRUE(m.inference.execution.has_value()) << what;
+    const Status graph_ok = kernels::check_execution_graph(m);
+    EXPECT_TRUE(graph_ok.ok()) << what << ": " << graph_ok.to_string();
     ValidateOptions vo;
     vo.check_sha256 = true;
     const Status v = validate_pack(m, out, vo);
@@ -135,11 +149,97 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, ConvertMatrix,
                                            Case{"tiny-gemma3", false}, Case{"tiny-gemma3", true}),
                          case_name);
 
+// The kernels of the matmul steps of a layer phase whose weight (at any layer the step runs for) is `dtype`.
+std::vector<std::string> matmul_kernels(const Manifest& m, const std::vector<LayerEntry>& phase, DType dtype) {
+  std::vector<std::string> out;
+  auto visit = [&](const ExecStep& s, const std::vector<uint32_t>& layers) {
+    const kernels::GraphOpInfo* op = kernels::find_graph_op(s.op);
+    if (op == nullptr || op->weight != kernels::WeightKind::kMatmul || !s.weight_ref) return;
+    for (uint32_t layer : layers) {
+      std::string name = *s.weight_ref;
+      name.replace(name.find("{L}"), 3, std::to_string(layer));
+      const TensorEntry* t = find_tensor(m, name);
+      if (t != nullptr && t->dtype == dtype) out.push_back(s.kernel_key);
+    }
+  };
+  std::vector<uint32_t> all(m.architecture.num_layers);
+  for (uint32_t l = 0; l < m.architecture.num_layers; ++l) all[l] = l;
+  for (const LayerEntry& e : phase) {
+    if (const auto* s = std::get_if<ExecStep>(&e)) {
+      visit(*s, all);
+      continue;
+    }
+    for (const ExecStep& s : std::get<LayerGroup>(e).steps) visit(s, std::get<LayerGroup>(e).layers);
+  }
+  return out;
+}
+
+TEST(ConvertGraph, Q4KMColumnWiseRunsColumnKernels) {
+  TempDir tmp;
+  const fs::path out = tmp / "pack";
+  const RunResult r = run_convert({hf_dir("tiny-llama").string(), out.string(), "--quantize", "q4_k_m",
+                                   "--q4k-layout", "column_wise", "--no-sync", "--quiet"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Manifest m = read_pack(out);
+  ASSERT_TRUE(m.inference.execution.has_value());
+  const Status s = kernels::check_execution_graph(m);
+  ASSERT_TRUE(s.ok()) << s.to_string();
+  EXPECT_EQ(m.metadata.converter.flags.at("kv-dtype"), "f16");
+  const ExecutionGraph& g = *m.inference.execution;
+  const std::vector<std::string> decode = matmul_kernels(m, g.decode, DType::kQ4_K);
+  const std::vector<std::string> prefill = matmul_kernels(m, g.prefill, DType::kQ4_K);
+  ASSERT_FALSE(decode.empty());
+  ASSERT_FALSE(prefill.empty());
+  for (const std::string& k : decode) EXPECT_EQ(k, "gemv_q4_k_col_split");
+  for (const std::string& k : prefill) EXPECT_EQ(k, "gemm_q4_k_col");
+  EXPECT_EQ(g.kernels.count("gemv_reduce"), 1u);  // the column split's companion is pinned too
+  EXPECT_EQ(g.kernels.at("attention_f16").precision.at("kvDtype"), "f16");
+}
+
+TEST(ConvertGraph, KvDtypeFlag) {
+  TempDir tmp;
+  const fs::path out = tmp / "pack";
+  const RunResult r = run_convert({hf_dir("tiny-llama").string(), out.string(), "--quantize", "q8_0", "--kv-dtype",
+                                   "f32", "--no-sync", "--quiet"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Manifest m = read_pack(out);
+  EXPECT_EQ(m.metadata.converter.flags.at("kv-dtype"), "f32");
+  ASSERT_TRUE(m.inference.execution.has_value());
+  EXPECT_EQ(m.inference.execution->kernels.count("kv_append_f32"), 1u);
+  EXPECT_EQ(m.inference.execution->kernels.count("kv_append_f16"), 0u);
+  EXPECT_TRUE(kernels::check_execution_graph(m).ok());
+  const RunResult bad = run_convert({hf_dir("tiny-llama").string(), (tmp / "bad").string(), "--kv-dtype", "q8_0",
+                                     "--no-sync", "--quiet"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--kv-dtype"), std::string::npos) << bad.err;
+  EXPECT_FALSE(fs::exists(tmp / "bad"));
+}
+
+TEST(ConvertGraph, UnplannableGraphFailsBeforeWriting) {
+  TempDir tmp;
+  const fs::path out = tmp / "pack";
+  // No kernel reads BF16: an override that stores one projection as BF16 leaves it without a GEMV.
+  const RunResult r = run_convert({hf_dir("tiny-llama").string(), out.string(), "--quantize", "q8_0",
+                                   "--tensor-type", ".*\\.layers\\.1\\.self_attn\\.o_proj\\.weight=bf16",
+                                   "--no-sync", "--quiet"});
+  EXPECT_EQ(r.exit_code, 9) << r.err;
+  EXPECT_NE(r.err.find("execution graph"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("model.layers.1.self_attn.o_proj.weight"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(out));
+  const RunResult dry = run_convert({hf_dir("tiny-llama").string(), "--dry-run", "--quantize", "bf16", "--quiet"});
+  EXPECT_EQ(dry.exit_code, 9) << dry.err;
+}
+
 void expect_same_files(const fs::path& a, const fs::path& b) {
   std::vector<std::string> na;
   std::vector<std::string> nb;
-  for (const auto& e : fs::directory_iterator(a)) na.push_back(e.path().filename().string());
-  for (const auto& e : fs::directory_iterator(b)) nb.push_back(e.path().filename().string());
+  // Recursive: the goldens live in golden/ (their logits come from the TBB-parallel reference, same bytes too).
+  for (const auto& e : fs::recursive_directory_iterator(a)) {
+    if (!e.is_directory()) na.push_back(fs::relative(e.path(), a).string());
+  }
+  for (const auto& e : fs::recursive_directory_iterator(b)) {
+    if (!e.is_directory()) nb.push_back(fs::relative(e.path(), b).string());
+  }
   std::sort(na.begin(), na.end());
   std::sort(nb.begin(), nb.end());
   ASSERT_EQ(na, nb);

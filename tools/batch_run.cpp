@@ -97,6 +97,7 @@ struct JobRunner {
   bool attempt() {
     std::error_code ec;
     if (!opts.verify_only) {
+      fs::create_directories(job.output.parent_path(), ec);  // rdrr-convert creates only the pack folder itself
       std::vector<std::string> argv = {(opts.bin_dir / "rdrr-convert").string(), job.source.string(),
                                        job.output.string()};
       argv.insert(argv.end(), job.convert_flags.begin(), job.convert_flags.end());

@@ -9,6 +9,15 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitInternal = 1;
 inline constexpr int kExitUsage = 2;
 
+// rdrr-verify (verify/gates.h, README "Exit codes"): the first failing gate decides; 0 when all pass.
+inline constexpr int kExitVerifyInvalidPack = 20;  // gate 1 structure (or an unreadable golden index)
+inline constexpr int kExitVerifyIntegrity = 21;    // gate 2 sha256 of a file
+inline constexpr int kExitVerifyKernelPin = 22;    // gate 3 stale kernel digest (fix: rdrr-digests repin)
+inline constexpr int kExitVerifyFidelity = 23;     // gate 5 Vulkan vs pack golden
+inline constexpr int kExitVerifyQuality = 24;      // gates 6-7 vs source / external golden
+inline constexpr int kExitVerifyNoDevice = 25;     // no Vulkan device (use --skip-gpu)
+inline constexpr int kExitVerifyLoad = 26;         // gate 4 upload / executor creation
+
 inline int exit_code_for(StatusCode code) {
   switch (code) {
     case StatusCode::kOk: return kExitOk;

@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <stdexcept>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "convert/report.h"
 #include "rdrr/file_io.h"
 #include "tools/exit_codes.h"
+#include "verify/golden_gen.h"
 
 namespace {
 
@@ -32,6 +34,7 @@ int main(int argc, char** argv) {
   std::string out;
   std::string quantize = "q4_k_m";
   std::string layout = "column_wise";
+  std::string kv_dtype = "f16";
   bool fuse = false;
   bool no_fuse = false;
   std::vector<std::string> tensor_types;
@@ -45,10 +48,13 @@ int main(int argc, char** argv) {
   bool allow_nonfinite = false;
   bool no_sync = false;
   std::string model_id;
+  std::string golden_prompts = "4";
+  rdrr::verify::GoldenOptions golden;
   app.add_option("SRC", src, "Hugging Face model folder or .gguf file")->required();
   app.add_option("OUT", out, "pack directory to create (not needed with --dry-run)");
   app.add_option("--quantize", quantize, "preset: f32, f16, bf16, q8_0, q4_k, q4_k_m")->capture_default_str();
   app.add_option("--q4k-layout", layout, "Q4_K block order: flat, row_wise, column_wise")->capture_default_str();
+  app.add_option("--kv-dtype", kv_dtype, "KV cache precision of the execution graph: f16, f32")->capture_default_str();
   app.add_flag("--fuse-gate-up", fuse, "store gate+up as one gate_up_proj (default for q8_0, q4_k, q4_k_m)");
   app.add_flag("--no-fuse-gate-up", no_fuse, "keep gate_proj and up_proj separate");
   app.add_option("--tensor-type", tensor_types, "REGEX=TYPE override (f32 f16 bf16 q8_0 q4_k q6_k), repeatable");
@@ -64,6 +70,12 @@ int main(int argc, char** argv) {
   app.add_flag("--allow-nonfinite", allow_nonfinite,
                "convert weights holding NaN/Inf (kept in F32/F16/BF16, encoded as 0 in block types)");
   app.add_flag("--no-sync", no_sync, "skip fsync (scratch output and tests)");
+  app.add_option("--golden-prompts", golden_prompts,
+                 "golden prompts written into the pack (source and pack reference logits), N or none")
+      ->capture_default_str();
+  app.add_option("--golden-tokens", golden.tokens_per_prompt, "tokens per golden prompt")->capture_default_str();
+  app.add_option("--golden-steps", golden.greedy_steps, "greedy continuation steps per golden prompt")
+      ->capture_default_str();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -87,6 +99,11 @@ int main(int argc, char** argv) {
                 json);
   }
   o.q4k_layout = *lay;
+  if (kv_dtype != "f16" && kv_dtype != "f32") {
+    return fail(rdrr::error(rdrr::StatusCode::kInvalidArgument, "--kv-dtype " + kv_dtype + ": expected f16 or f32"),
+                json);
+  }
+  o.kv_dtype = kv_dtype == "f32" ? rdrr::quant::DType::kF32 : rdrr::quant::DType::kF16;
   if (fuse && no_fuse) {
     return fail(rdrr::error(rdrr::StatusCode::kInvalidArgument, "--fuse-gate-up and --no-fuse-gate-up exclude each other"),
                 json);
@@ -102,6 +119,25 @@ int main(int argc, char** argv) {
   o.allow_nonfinite = allow_nonfinite;
   o.sync_to_disk = !no_sync;
   if (!model_id.empty()) o.model_id = model_id;
+  if (golden_prompts == "none") {
+    golden.prompts = 0;
+  } else {
+    try {
+      size_t used = 0;
+      const unsigned long n = std::stoul(golden_prompts, &used);
+      if (used != golden_prompts.size() || n == 0 || n > 64) throw std::invalid_argument("range");
+      golden.prompts = n;
+    } catch (const std::exception&) {
+      return fail(rdrr::error(rdrr::StatusCode::kInvalidArgument,
+                              "--golden-prompts " + golden_prompts + ": expected 1..64 or none"),
+                  json);
+    }
+    if (golden.tokens_per_prompt == 0) {
+      return fail(rdrr::error(rdrr::StatusCode::kInvalidArgument, "--golden-tokens: must be >= 1"), json);
+    }
+    o.golden_writer = rdrr::verify::make_golden_writer(golden);
+  }
+  o.extra_flags = rdrr::verify::golden_flags(golden);
   rdrr::convert::ProgressBar bar(stderr, !quiet && !dry_run);
   if (bar.active()) o.on_progress = [&bar](const rdrr::convert::ConvertProgress& p) { bar.update(p); };
 

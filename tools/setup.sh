@@ -21,6 +21,8 @@ packages=(
   libvulkan-dev glslc mesa-vulkan-drivers vulkan-tools spirv-tools vulkan-validationlayers
   libtbb-dev libzstd-dev libssl-dev nlohmann-json3-dev libarchive-dev libcli11-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev time
+  libsentencepiece-dev libpcre2-dev libicu-dev
+  slurm-wlm munge
 )
 missing=()
 for p in "${packages[@]}"; do

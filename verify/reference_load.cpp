@@ -1,27 +1,35 @@
-// ReferenceModel::load_hf: HF tensor names -> layer weights (f32), checked against the config.
+// ReferenceModel loaders: tensors by HF name from a weight source (verify/reference_weights.h: SafeTensors
+// folder, RDRR pack, converter source model) -> layer weights (f32), checked against the config.
 #include <cmath>
+#include <memory>
 #include <string>
 #include <utility>
 
 #include "convert/safetensors.h"
+#include "convert/source.h"
+#include "rdrr/manifest_json.h"
+#include "rdrr/shard_reader.h"
+#include "rdrr/validate.h"
 #include "verify/reference_model.h"
 #include "verify/reference_rope.h"
+#include "verify/reference_weights.h"
 
 namespace rdrr::verify {
 
 class ReferenceLoader {
  public:
-  ReferenceLoader(const convert::SafeTensorsModel& st, std::string prefix) : st_(st), prefix_(std::move(prefix)) {}
+  ReferenceLoader(const ReferenceWeights& w, std::string prefix) : w_(w), prefix_(std::move(prefix)) {}
 
   Result<std::vector<float>> tensor(const std::string& name, std::vector<int64_t> shape) const {
-    RDRR_ASSIGN_OR_RETURN(const convert::TensorView* t, st_.get(prefix_ + name));
-    if (t->shape != shape) {
-      return error(StatusCode::kValidation, "tensor " + t->name + ": shape " + shape_str(t->shape) +
-                                                ", expected " + shape_str(shape) + " from config.json");
+    const std::string full = prefix_ + name;
+    RDRR_ASSIGN_OR_RETURN(const std::vector<int64_t> actual, w_.shape(full));
+    if (actual != shape) {
+      return error(StatusCode::kValidation, "tensor " + full + ": shape " + shape_str(actual) + ", expected " +
+                                                shape_str(shape) + " from " + w_.config_origin());
     }
-    return convert::read_as_f32(*t);
+    return w_.read_f32(full);
   }
-  bool has(const std::string& name) const { return st_.find(prefix_ + name) != nullptr; }
+  bool has(const std::string& name) const { return w_.has(prefix_ + name); }
 
   Result<Linear> linear(const std::string& name, uint64_t out, uint64_t in, bool bias) const {
     Linear l{.out_features = out, .in_features = in, .weight = {}, .bias = {}};
@@ -43,7 +51,7 @@ class ReferenceLoader {
     for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
     return out + "]";
   }
-  const convert::SafeTensorsModel& st_;
+  const ReferenceWeights& w_;
   std::string prefix_;
 };
 
@@ -134,28 +142,28 @@ AttentionParams attention_params(const convert::ModelConfig& c, rdrr::LayerType 
   return p;
 }
 
-// Prefix of the text model's tensors: "model." (CausalLM classes) or, in Gemma 3 multimodal checkpoints,
-// "model.language_model." (transformers 5) / "language_model.model." (transformers 4).
-std::string text_model_prefix(const convert::SafeTensorsModel& st) {
+// Prefix of the text model's tensors: "model." (CausalLM classes, packs and converter sources) or, in Gemma 3
+// multimodal checkpoints, "model.language_model." (transformers 5) / "language_model.model." (transformers 4).
+std::string text_model_prefix(const ReferenceWeights& w) {
   for (const char* prefix : {"model.", "model.language_model.", "language_model.model."}) {
-    if (st.find(std::string(prefix) + "embed_tokens.weight") != nullptr) return prefix;
+    if (w.has(std::string(prefix) + "embed_tokens.weight")) return prefix;
   }
   return "model.";  // the load then fails naming model.embed_tokens.weight
 }
 
 }  // namespace
 
-Result<ReferenceModel> ReferenceModel::load_hf(const std::filesystem::path& folder) {
+Result<ReferenceModel> ReferenceModel::load_weights(convert::ModelConfig config, const ReferenceWeights& w) {
   ReferenceModel m;
-  RDRR_ASSIGN_OR_RETURN(m.config_, convert::read_hf_model_config(folder));
-  RDRR_ASSIGN_OR_RETURN(convert::SafeTensorsModel st, convert::SafeTensorsModel::open(folder));
-  const ReferenceLoader ld(st, text_model_prefix(st));
+  m.config_ = std::move(config);
+  const ReferenceLoader ld(w, text_model_prefix(w));
   const auto& a = m.config_.architecture;
   const auto& inf = m.config_.inference;
   RDRR_ASSIGN_OR_RETURN(m.embed_, ld.linear("embed_tokens", a.vocab_size, a.hidden_size, false));
   RDRR_ASSIGN_OR_RETURN(m.final_norm_, ld.tensor("norm.weight", {static_cast<int64_t>(a.hidden_size)}));
+  // Tied embeddings: no lm_head (a pack or converter source never has one then); the embedding is used.
   if (!m.config_.tied_embeddings && !inf.output.tie_word_embeddings) {
-    const ReferenceLoader top(st, st.find("language_model.lm_head.weight") ? "language_model." : "");
+    const ReferenceLoader top(w, w.has("language_model.lm_head.weight") ? "language_model." : "");
     RDRR_ASSIGN_OR_RETURN(m.lm_head_, top.linear("lm_head", a.vocab_size, a.hidden_size, false));
   }
   m.layers_.resize(a.num_layers);
@@ -164,11 +172,50 @@ Result<ReferenceModel> ReferenceModel::load_hf(const std::filesystem::path& fold
     RDRR_RETURN_IF_ERROR(ld.load_attention(m.config_, i, l));
     RDRR_RETURN_IF_ERROR(ld.load_mlp(m.config_, i, l));
     RDRR_RETURN_IF_ERROR(ld.load_norms(m.config_, i, l));
-    const rdrr::LayerType type = inf.attention.layer_types.at(i);
+    if (i >= inf.attention.layer_types.size()) {
+      return error(StatusCode::kValidation, "layerTypes has " + std::to_string(inf.attention.layer_types.size()) +
+                                                " entries, expected " + std::to_string(a.num_layers));
+    }
+    const rdrr::LayerType type = inf.attention.layer_types[i];
     RDRR_ASSIGN_OR_RETURN(l.rope, make_rope_tables(inf.rope, a.head_dim, type));
     l.attention = attention_params(m.config_, type);
   }
   return m;
+}
+
+Result<ReferenceModel> ReferenceModel::load_hf(const std::filesystem::path& folder) {
+  RDRR_ASSIGN_OR_RETURN(convert::ModelConfig config, convert::read_hf_model_config(folder));
+  RDRR_ASSIGN_OR_RETURN(convert::SafeTensorsModel st, convert::SafeTensorsModel::open(folder));
+  return load_weights(std::move(config), *safetensors_weights(st));
+}
+
+Result<ReferenceModel> ReferenceModel::load_pack(const std::filesystem::path& pack_dir) {
+  RDRR_ASSIGN_OR_RETURN(const Manifest manifest, read_manifest_file(pack_dir));
+  return load_pack(manifest, pack_dir);
+}
+
+Result<ReferenceModel> ReferenceModel::load_pack(const Manifest& manifest, const std::filesystem::path& pack_dir) {
+  const std::string ctx = "pack " + pack_dir.string();
+  RDRR_RETURN_IF_ERROR(
+      validate_model_parameters(manifest.architecture, manifest.inference, manifest.tokenizer).context(ctx));
+  Result<ShardReader> reader = ShardReader::open(pack_dir, manifest.shards);
+  if (!reader.ok()) return reader.status().context(ctx);
+  return load_weights(model_config_from_manifest(manifest), *pack_weights(manifest, *reader)).context(ctx);
+}
+
+Result<ReferenceModel> ReferenceModel::load_source(const std::filesystem::path& src) {
+  // Unfused: a stored gate_up_proj (Phi-3) stays fused, and load_mlp splits it.
+  RDRR_ASSIGN_OR_RETURN(const convert::SourceModel source,
+                        convert::SourceModel::open(src, convert::SourceOptions{.fuse_gate_up = false}));
+  return load_weights(source.config(), *source_weights(source)).context(src.string());
+}
+
+Result<ReferenceModel> ReferenceModel::load_gguf(const std::filesystem::path& gguf_file) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(gguf_file, ec)) {
+    return error(StatusCode::kNotFound, gguf_file.string() + ": not a GGUF file (no such regular file)");
+  }
+  return load_source(gguf_file);
 }
 
 }  // namespace rdrr::verify

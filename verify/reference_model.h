@@ -1,7 +1,8 @@
 // CPU reference forward pass for the supported text families (llama, mistral, qwen2, qwen3, gemma3, phi3),
-// written for readability, not speed: f32 weights read from an HF SafeTensors folder, every activation and
-// accumulation in double, parameters from convert::read_hf_model_config (the same resolved values the
-// manifest records). It is the oracle that gates the converter and the Vulkan runtime.
+// written for readability, not speed: weights read as f32 from an HF SafeTensors folder, a GGUF file (through
+// convert::SourceModel) or an RDRR pack (every tensor decoded through quant/, rdrr/tensor_decode.h), every
+// activation and accumulation in double, parameters from convert::read_hf_model_config / the GGUF metadata /
+// the manifest (the same resolved values). It is the oracle that gates the converter and the Vulkan runtime.
 //
 // No KV cache: logits() runs the whole sequence, position t = index t (as HF with no padding).
 #pragma once
@@ -12,10 +13,13 @@
 #include <vector>
 
 #include "convert/model_config.h"
+#include "rdrr/manifest.h"
 #include "quant/status.h"
 #include "verify/reference_ops.h"
 
 namespace rdrr::verify {
+
+class ReferenceWeights;
 
 struct GreedyResult {
   std::vector<int32_t> token_ids;     // the n_new generated tokens (EOS does not stop)
@@ -28,6 +32,23 @@ class ReferenceModel {
   // the readers, kNotFound (missing tensor), kValidation (tensor shape vs config), kUnsupported (a feature
   // this reference does not implement, e.g. a non-gated FFN).
   static Result<ReferenceModel> load_hf(const std::filesystem::path& folder);
+
+  // Reads pack_dir/manifest.json (read_manifest_file: parsed and validated), then as below.
+  static Result<ReferenceModel> load_pack(const std::filesystem::path& pack_dir);
+  // An already-parsed manifest and the directory holding its shards (manifest.json and goldens need not
+  // exist there). Parameters from architecture + inference (validate_model_parameters is run); every tensor
+  // decoded from its dtype/layout to f32; a fused model.layers.N.mlp.gate_up_proj.weight [2F, D] is split
+  // (gate rows first); tied embeddings (no lm_head): the embedding is the head. Errors (prefixed "pack
+  // <dir>: "): validate_model_parameters', ShardReader's (kNotFound / kIo / kValidation for a span outside
+  // its shard), kNotFound (tensor missing), kValidation (shape vs architecture, size vs dtype/shape/layout).
+  static Result<ReferenceModel> load_pack(const Manifest& manifest, const std::filesystem::path& pack_dir);
+
+  // Any converter input (HF folder or .gguf file) through convert::SourceModel: GGUF names mapped to HF,
+  // llama q/k rows un-permuted, every GGUF block type decoded (Gemma GGUF norms hold 1 + w and the config
+  // records offset 0). Errors: SourceModel::open's, then those of load_pack's tensor checks.
+  static Result<ReferenceModel> load_source(const std::filesystem::path& src);
+  // load_source of a .gguf file (kNotFound when `gguf_file` is not a regular file).
+  static Result<ReferenceModel> load_gguf(const std::filesystem::path& gguf_file);
 
   const convert::ModelConfig& config() const { return config_; }
   size_t vocab_size() const { return embed_.out_features; }
@@ -48,6 +69,8 @@ class ReferenceModel {
     AttentionParams attention;
   };
   friend class ReferenceLoader;
+
+  static Result<ReferenceModel> load_weights(convert::ModelConfig config, const ReferenceWeights& weights);
 
   Status check_tokens(std::span<const int32_t> tokens) const;
   // Final hidden states (after the last norm) of every position, or only of the last one.

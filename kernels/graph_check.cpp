@@ -1,0 +1,392 @@
+#include "kernels/graph_check.h"
+
+#include <algorithm>
+#include <set>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "kernels/digest_table.h"
+#include "kernels/graph_ops.h"
+#include "kernels/registry.h"
+
+namespace rdrr::kernels {
+namespace {
+
+using quant::DType;
+using quant::Layout;
+
+enum class Phase : uint8_t { kPreLayer, kPrefill, kDecode, kPostLayer };
+
+std::string_view phase_name(Phase p) {
+  switch (p) {
+    case Phase::kPreLayer: return "preLayer";
+    case Phase::kPrefill: return "prefill";
+    case Phase::kDecode: return "decode";
+    case Phase::kPostLayer: return "postLayer";
+  }
+  return "?";
+}
+
+GraphPhase graph_phase(Phase p) {
+  if (p == Phase::kPreLayer) return GraphPhase::kPreLayer;
+  if (p == Phase::kPostLayer) return GraphPhase::kPostLayer;
+  return GraphPhase::kLayer;
+}
+
+std::string_view graph_phase_name(GraphPhase p) {
+  switch (p) {
+    case GraphPhase::kPreLayer: return "preLayer";
+    case GraphPhase::kLayer: return "prefill / decode";
+    case GraphPhase::kPostLayer: return "postLayer";
+  }
+  return "?";
+}
+
+std::string q(std::string_view s) {
+  std::string out;
+  out.reserve(s.size() + 2);
+  out.push_back('\'');
+  out.append(s);
+  out.push_back('\'');
+  return out;
+}
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+  return out;
+}
+
+std::string substitute_layer(std::string_view ref, uint32_t layer) {
+  static constexpr std::string_view kToken = "{L}";
+  std::string out;
+  size_t at = 0;
+  for (size_t pos = ref.find(kToken); pos != std::string_view::npos; pos = ref.find(kToken, at)) {
+    out.append(ref.substr(at, pos - at));
+    out += std::to_string(layer);
+    at = pos + kToken.size();
+  }
+  out.append(ref.substr(at));
+  return out;
+}
+
+template <typename T>
+bool contains(std::span<const T> s, const T& v) {
+  return std::find(s.begin(), s.end(), v) != s.end();
+}
+
+std::string dtypes_string(std::span<const DType> ds) {
+  std::string out;
+  for (DType d : ds) {
+    if (!out.empty()) out.push_back('|');
+    out.append(quant::dtype_name(d));
+  }
+  return out;
+}
+
+std::string layouts_string(std::span<const Layout> ls) {
+  std::string out;
+  for (Layout l : ls) {
+    if (!out.empty()) out.push_back('|');
+    out.append(quant::layout_name(l));
+  }
+  return out;
+}
+
+bool is_kv_kernel(const KernelInfo& k) { return k.op == Op::kKvAppend || k.op == Op::kAttention; }
+
+// A step with where it sits: "decode[3]" or "decode[3].steps[1]", and the layers it runs for (empty in
+// preLayer / postLayer).
+struct StepRef {
+  Phase phase;
+  std::string where;
+  const ExecStep* step;
+  std::vector<uint32_t> layers;
+
+  std::string label() const { return where + " " + q(step->op); }
+  std::string label(uint32_t layer) const { return where + " (layer " + std::to_string(layer) + ") " + q(step->op); }
+  std::string first_label() const { return layers.empty() ? label() : label(layers.front()); }
+};
+
+class Checker {
+ public:
+  Checker(const Manifest& m, const ExecutionGraph& g) : m_(m), g_(g) {
+    for (const TensorEntry& t : m.tensors) tensors_.emplace(t.name, &t);
+    collect_flat(Phase::kPreLayer, g.pre_layer);
+    collect_layer(Phase::kPrefill, g.prefill);
+    collect_layer(Phase::kDecode, g.decode);
+    collect_flat(Phase::kPostLayer, g.post_layer);
+  }
+
+  Status run(const GraphCheckOptions& o) {
+    for (const auto& [key, spec] : g_.kernels) RDRR_RETURN_IF_ERROR(check_kernel_entry(key, spec));
+    for (const StepRef& s : steps_) RDRR_RETURN_IF_ERROR(check_step(s));
+    RDRR_RETURN_IF_ERROR(check_layers(Phase::kPrefill));
+    RDRR_RETURN_IF_ERROR(check_layers(Phase::kDecode));
+    RDRR_RETURN_IF_ERROR(check_companions());
+    if (o.check_digests) RDRR_RETURN_IF_ERROR(check_digests());
+    return Status::Ok();
+  }
+
+ private:
+  void collect_flat(Phase p, const std::vector<ExecStep>& steps) {
+    for (size_t i = 0; i < steps.size(); ++i) {
+      steps_.push_back({p, std::string(phase_name(p)) + "[" + std::to_string(i) + "]", &steps[i], {}});
+    }
+  }
+
+  void collect_layer(Phase p, const std::vector<LayerEntry>& entries) {
+    std::vector<uint32_t> all(m_.architecture.num_layers);
+    for (uint32_t l = 0; l < m_.architecture.num_layers; ++l) all[l] = l;
+    for (size_t i = 0; i < entries.size(); ++i) {
+      const std::string where = std::string(phase_name(p)) + "[" + std::to_string(i) + "]";
+      if (const auto* step = std::get_if<ExecStep>(&entries[i])) {
+        steps_.push_back({p, where, step, all});
+        continue;
+      }
+      const LayerGroup& group = std::get<LayerGroup>(entries[i]);
+      for (size_t j = 0; j < group.steps.size(); ++j) {
+        steps_.push_back({p, where + ".steps[" + std::to_string(j) + "]", &group.steps[j], group.layers});
+      }
+    }
+  }
+
+  static Status check_kernel_entry(const std::string& key, const KernelSpec& spec) {
+    const std::string field = "inference.execution.kernels." + key;
+    const KernelInfo* k = find_kernel(key);
+    if (k == nullptr) {
+      return error(StatusCode::kUnsupported, field + ": " + q(key) +
+                                                 " is not a kernel of this build (kernel keys are registry kernel "
+                                                 "names; policy unresolvedKernel: error)");
+    }
+    if (spec.file != k->file || spec.entry != k->entry) {
+      return error(StatusCode::kUnsupported, field + ": pinned " + q(spec.file) + " entry " + q(spec.entry) +
+                                                 ", this build's kernel is " + q(k->file) + " entry " +
+                                                 q(k->entry) + " (re-convert the pack)");
+    }
+    for (const auto& [name, value] : spec.precision) {
+      if (name != "kvDtype" || !is_kv_kernel(*k)) {
+        return error(StatusCode::kUnsupported,
+                     field + ".precision: " + q(name) +
+                         " is not supported (only kvDtype, on kv_append_* / attention_* kernels; policy "
+                         "unsupportedPrecision: error)");
+      }
+      const std::string expected = lower(quant::dtype_name(k->dtypes.front()));
+      if (value != "f16" && value != "f32") {
+        return error(StatusCode::kUnsupported, field + ".precision.kvDtype: " + q(value) +
+                                                   " is not supported (f16 or f32; policy unsupportedPrecision: "
+                                                   "error)");
+      }
+      if (value != expected) {
+        return error(StatusCode::kUnsupported, field + ".precision.kvDtype: " + q(value) + ", but kernel " +
+                                                   q(key) + " keeps the KV cache in " + expected);
+      }
+    }
+    return Status::Ok();
+  }
+
+  Status check_step(const StepRef& s) {
+    const ExecStep& step = *s.step;
+    const GraphOpInfo* op = find_graph_op(step.op);
+    if (op == nullptr) {
+      return error(StatusCode::kUnsupported, s.label() + ": unknown op (not in the op vocabulary of this build)");
+    }
+    if (op->phase != graph_phase(s.phase)) {
+      return error(StatusCode::kValidation, s.label() + ": op belongs in " + std::string(graph_phase_name(op->phase)) +
+                                                ", not " + std::string(phase_name(s.phase)));
+    }
+    if (g_.kernels.find(step.kernel_key) == g_.kernels.end()) {
+      return error(StatusCode::kValidation,
+                   s.label() + ": kernel key " + q(step.kernel_key) + " is not in inference.execution.kernels");
+    }
+    const KernelInfo* k = find_kernel(step.kernel_key);  // non-null: the kernels map was checked
+    if (!contains(op->kernel_ops, k->op)) {
+      return error(StatusCode::kValidation, s.label() + ": kernel " + q(step.kernel_key) + " implements " +
+                                                std::string(op_name(k->op)) + ", which cannot run this op");
+    }
+    if (op->weight == WeightKind::kMatmul) {
+      const Op want = s.phase == Phase::kPrefill ? Op::kGemm : Op::kGemv;
+      if (k->op != want) {
+        return error(StatusCode::kValidation, s.label() + ": kernel " + q(step.kernel_key) + " is a " +
+                                                  std::string(op_name(k->op)) + " kernel; matmuls in " +
+                                                  std::string(phase_name(s.phase)) + " use " +
+                                                  std::string(op_name(want)) + " kernels");
+      }
+    }
+    if (is_kv_kernel(*k)) RDRR_RETURN_IF_ERROR(check_kv_type(s, *k));
+    if (op->weight == WeightKind::kNone) {
+      if (step.weight_ref) {
+        return error(StatusCode::kValidation, s.label() + ": op takes no weight, but names " + q(*step.weight_ref));
+      }
+      return Status::Ok();
+    }
+    if (!step.weight_ref) return error(StatusCode::kValidation, s.label() + ": op needs a weight ref, none given");
+    if (s.layers.empty()) return check_weight(s, *op, *k, s.label(), *step.weight_ref);
+    for (uint32_t layer : s.layers) {
+      RDRR_RETURN_IF_ERROR(check_weight(s, *op, *k, s.label(layer), substitute_layer(*step.weight_ref, layer)));
+    }
+    return Status::Ok();
+  }
+
+  // kv_append writes the cache that attention reads: one cache type for the whole graph (no cast step).
+  Status check_kv_type(const StepRef& s, const KernelInfo& k) {
+    if (kv_first_ == nullptr) {
+      kv_first_ = &s;
+      kv_type_ = k.dtypes.front();
+      return Status::Ok();
+    }
+    if (k.dtypes.front() == kv_type_) return Status::Ok();
+    return error(StatusCode::kValidation,
+                 s.label() + ": kernel " + q(s.step->kernel_key) + " keeps the KV cache in " +
+                     std::string(quant::dtype_name(k.dtypes.front())) + ", but " + kv_first_->label() + " (kernel " +
+                     q(kv_first_->step->kernel_key) + ") uses " + std::string(quant::dtype_name(kv_type_)) +
+                     " (policy dtypeTransition: require_cast_step; the op vocabulary has no cast)");
+  }
+
+  uint64_t norm_length(std::string_view op) const {
+    const Architecture& a = m_.architecture;
+    if (op == "q_norm" || op == "k_norm") return a.head_dim;
+    if (op == "q_bias") return uint64_t{a.num_attention_heads} * a.head_dim;
+    if (op == "k_bias" || op == "v_bias") return uint64_t{a.num_key_value_heads} * a.head_dim;
+    return a.hidden_size;
+  }
+
+  Status check_weight(const StepRef& s, const GraphOpInfo& op, const KernelInfo& k, const std::string& label,
+                      const std::string& name) const {
+    const auto it = tensors_.find(name);
+    if (it == tensors_.end()) {
+      return error(StatusCode::kValidation, label + ": weight " + q(name) + " (ref " + q(*s.step->weight_ref) +
+                                                ") names no tensor");
+    }
+    const TensorEntry& t = *it->second;
+    const std::string what = label + ": kernel " + q(s.step->kernel_key) + ", tensor " + q(name);
+    const bool two_d = op.weight == WeightKind::kMatmul || op.weight == WeightKind::kEmbedding;
+    if (two_d && t.shape.size() != 2) {
+      return error(StatusCode::kValidation, what + ": shape " + shape_to_string(t.shape) + " is not 2-D [N, K]");
+    }
+    if (!contains(k.dtypes, t.dtype)) {
+      return error(StatusCode::kUnsupported, what + ": kernel reads " + dtypes_string(k.dtypes) + ", tensor is " +
+                                                 std::string(quant::dtype_name(t.dtype)));
+    }
+    const Layout layout = t.layout.value_or(Layout::kRowWise);
+    if (!k.layouts.empty() && !contains(k.layouts, layout)) {
+      return error(StatusCode::kUnsupported, what + ": kernel reads layout " + layouts_string(k.layouts) +
+                                                 ", tensor is " + std::string(quant::layout_name(layout)));
+    }
+    if (two_d) return Status::Ok();
+    const uint64_t want = norm_length(op.name);
+    if (t.dtype != DType::kF32 || t.shape.size() != 1 || t.shape[0] != want) {
+      return error(StatusCode::kValidation, what + ": expected F32 [" + std::to_string(want) + "], tensor is " +
+                                                std::string(quant::dtype_name(t.dtype)) + " " +
+                                                shape_to_string(t.shape));
+    }
+    return Status::Ok();
+  }
+
+  bool is_sliding_layer(uint32_t layer) const {
+    const auto& types = m_.inference.attention.layer_types;
+    return layer < types.size() && types[layer] == LayerType::kSlidingAttention;
+  }
+
+  // Sliding / full attention layers (inference.attention.layerTypes): attention_sliding only on sliding
+  // layers and attention only on full ones; rope_*_local only on sliding layers of a model with
+  // ropeLocalTheta, where rope_q / rope_k are not allowed (they apply ropeTheta and its scaling).
+  Status check_layer_kind(const StepRef& s, uint32_t layer) const {
+    const std::string_view op = s.step->op;
+    const bool sliding = is_sliding_layer(layer);
+    const bool local_theta = m_.inference.rope.local_theta.has_value();
+    const std::string kind = sliding ? "sliding_attention" : "full_attention";
+    const std::string where = s.label(layer) + ": layer " + std::to_string(layer) + " is " + kind +
+                              " (inference.attention.layerTypes)";
+    if ((op == "attention_sliding" && !sliding) || (op == "attention" && sliding)) {
+      return error(StatusCode::kValidation, where + "; it must run " + (sliding ? "attention_sliding" : "attention"));
+    }
+    const bool local_rope = op == "rope_q_local" || op == "rope_k_local";
+    const bool rope = op == "rope_q" || op == "rope_k";
+    if (local_rope && !(sliding && local_theta)) {
+      return error(StatusCode::kValidation, where + (local_theta ? "" : " and inference.rope.ropeLocalTheta is absent") +
+                                                "; local rope runs only on sliding layers with ropeLocalTheta");
+    }
+    if (rope && sliding && local_theta) {
+      return error(StatusCode::kValidation,
+                   where + " and inference.rope.ropeLocalTheta is set; it must run " + std::string(op) + "_local");
+    }
+    return Status::Ok();
+  }
+
+  Status check_layers(Phase p) const {
+    std::vector<uint32_t> attention_ops(m_.architecture.num_layers, 0);
+    for (const StepRef& s : steps_) {
+      if (s.phase != p) continue;
+      for (uint32_t layer : s.layers) {
+        RDRR_RETURN_IF_ERROR(check_layer_kind(s, layer));
+        if (s.step->op == "attention" || s.step->op == "attention_sliding") ++attention_ops[layer];
+      }
+    }
+    for (uint32_t layer = 0; layer < attention_ops.size(); ++layer) {
+      if (attention_ops[layer] != 1) {
+        return error(StatusCode::kValidation, std::string(phase_name(p)) + ": layer " + std::to_string(layer) +
+                                                  " runs " + std::to_string(attention_ops[layer]) +
+                                                  " attention ops, expected exactly 1");
+      }
+    }
+    return Status::Ok();
+  }
+
+  Status check_companions() const {
+    for (const auto& [key, spec] : g_.kernels) {
+      for (std::string_view other : kernel_companions(key)) {
+        if (g_.kernels.find(std::string(other)) == g_.kernels.end()) {
+          return error(StatusCode::kValidation, "inference.execution.kernels: kernel " + q(key) +
+                                                    " is dispatched with companion " + q(other) +
+                                                    ", which is not in the kernels map (so not pinned)");
+        }
+      }
+    }
+    return Status::Ok();
+  }
+
+  static Status compare_digest(const std::string& where, const std::string& key, const KernelSpec& spec) {
+    Result<std::string> compiled = pinned_kernel_digest(key);
+    if (!compiled.ok()) return Status(compiled.status()).context(where);
+    if (*compiled == spec.digest) return Status::Ok();
+    return error(StatusCode::kIntegrity, where + ": kernel " + q(key) + " is pinned at digest " + spec.digest +
+                                             ", this build's kernel has digest " + *compiled +
+                                             " (the kernel changed since the pack was converted); run "
+                                             "`rdrr-digests repin <pack>`");
+  }
+
+  Status check_digests() const {
+    std::set<std::string> done;
+    for (const StepRef& s : steps_) {
+      if (!done.insert(s.step->kernel_key).second) continue;
+      RDRR_RETURN_IF_ERROR(compare_digest(s.first_label(), s.step->kernel_key, g_.kernels.at(s.step->kernel_key)));
+    }
+    for (const auto& [key, spec] : g_.kernels) {
+      if (done.count(key) != 0) continue;
+      RDRR_RETURN_IF_ERROR(compare_digest("inference.execution.kernels." + key, key, spec));
+    }
+    return Status::Ok();
+  }
+
+  const Manifest& m_;
+  const ExecutionGraph& g_;
+  std::unordered_map<std::string_view, const TensorEntry*> tensors_;
+  std::vector<StepRef> steps_;
+  const StepRef* kv_first_ = nullptr;
+  DType kv_type_ = DType::kF16;
+};
+
+}  // namespace
+
+Status check_execution_graph(const Manifest& m, const GraphCheckOptions& o) {
+  if (!m.inference.execution) {
+    return error(StatusCode::kValidation, "inference.execution: missing (the pack has no execution graph)");
+  }
+  Checker checker(m, *m.inference.execution);
+  return checker.run(o);
+}
+
+}  // namespace rdrr::kernels

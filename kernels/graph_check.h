@@ -1,0 +1,50 @@
+// The semantic check of a manifest's execution graph (inference.execution, rdrr/SPEC.md section 9) against
+// this build: the op vocabulary (kernels/graph_ops.h), the kernel registry (kernels/registry.h) and the
+// digests compiled into it (kernels/digest_table.h). validate_manifest() checks the graph's structure; this
+// checks that this build can run it exactly as pinned. The converter runs it before it writes a pack
+// (a violation fails the conversion); the runtime runs it before it builds a plan; `rdrr-digests repin`
+// runs it (without digests) before it re-pins a pack.
+//
+// Rules, in the order they are checked (the first violation wins; messages name the phase, step index,
+// layer, op, kernel key and tensor with expected vs actual):
+//   graph present                                                                        kValidation
+//   kernels map: every key a registry kernel name                                        kUnsupported
+//                file / entry equal the registry's                                       kUnsupported
+//                precision only {"kvDtype": "f16"|"f32"} on kv_append_* / attention_*
+//                kernels, equal to the kernel's KV type (policy unsupportedPrecision)   kUnsupported
+//   steps:       op known                                                                kUnsupported
+//                op allowed in the phase                                                 kValidation
+//                kernel key in the kernels map                                           kValidation
+//                kernel's registry op among the op's kernel ops; matmul steps use kGemm
+//                in prefill and kGemv in decode / postLayer                              kValidation
+//                weight ref present iff the op takes a weight                            kValidation
+//                after {L} expansion the weight exists for every layer the step runs for kValidation
+//                matmul / embedding weight 2-D                                           kValidation
+//                kernel accepts the weight's dtype and layout (plain dtypes: row_wise)   kUnsupported
+//                norm / bias weight F32 1-D of the op's length (D; headDim for q_norm /
+//                k_norm; H*headDim for q_bias; KV*headDim for k_bias / v_bias)           kValidation
+//                kv_append and attention kernels agree on the KV cache type (no cast)    kValidation
+//   layers:      every layer runs exactly one attention op per layer phase; attention_sliding only
+//                for sliding_attention layers (inference.attention.layerTypes), attention only for
+//                full_attention layers; rope_*_local only for sliding layers of a model with
+//                ropeLocalTheta, whose sliding layers must not run rope_q / rope_k      kValidation
+//   companions:  every companion (kernel_companions) of every kernel in the map is in the map  kValidation
+//   digests:     (check_digests) every kernel's digest equals the one compiled into this build; the
+//                message names the first step using it, both digests and the fix
+//                (`rdrr-digests repin <pack>`)                                           kIntegrity
+#pragma once
+
+#include "quant/status.h"
+#include "rdrr/manifest.h"
+
+namespace rdrr::kernels {
+
+struct GraphCheckOptions {
+  // Compare every pinned digest with pinned_kernel_digest() (kernels/digest_table.h). `rdrr-digests repin`
+  // turns this off to check that a pack stays runnable once re-pinned.
+  bool check_digests = true;
+};
+
+Status check_execution_graph(const Manifest& m, const GraphCheckOptions& o = {});
+
+}  // namespace rdrr::kernels

@@ -1,0 +1,270 @@
+#include "kernels/graph_check.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "kernels/digest_table.h"
+#include "kernels/graph_plan.h"
+#include "rdrr/manifest_testutil.h"
+#include "rdrr/validate.h"
+
+namespace rdrr::kernels {
+namespace {
+
+// tiny-gemma3-like manifest (sliding layers 0-1, Q6_K v/down on layer 2, q/k norms, tied Q6_K embedding)
+// with the planner's graph.
+Manifest planned_manifest() {
+  Manifest m = testing::tiny_gemma3_manifest();
+  m.inference.execution.reset();
+  Result<ExecutionGraph> g = plan_execution_graph(m);
+  EXPECT_TRUE(g.ok()) << g.status().to_string();
+  if (g.ok()) m.inference.execution = std::move(g).value();
+  return m;
+}
+
+ExecutionGraph& graph(Manifest& m) { return *m.inference.execution; }
+
+// Every step of a layer phase with op `op` (plain or inside a group).
+std::vector<ExecStep*> steps_with_op(std::vector<LayerEntry>& phase, std::string_view op) {
+  std::vector<ExecStep*> out;
+  for (LayerEntry& e : phase) {
+    if (auto* s = std::get_if<ExecStep>(&e)) {
+      if (s->op == op) out.push_back(s);
+      continue;
+    }
+    for (ExecStep& s : std::get<LayerGroup>(e).steps) {
+      if (s.op == op) out.push_back(&s);
+    }
+  }
+  return out;
+}
+
+ExecStep& first_step(Manifest& m, std::string_view op, bool decode = true) {
+  std::vector<ExecStep*> s = steps_with_op(decode ? graph(m).decode : graph(m).prefill, op);
+  EXPECT_FALSE(s.empty()) << op;
+  return *s.front();
+}
+
+TensorEntry& tensor(Manifest& m, std::string_view name) {
+  for (TensorEntry& t : m.tensors) {
+    if (t.name == name) return t;
+  }
+  ADD_FAILURE() << "no tensor " << name;
+  return m.tensors.front();
+}
+
+void expect_error(const Manifest& m, StatusCode code, const std::vector<std::string>& fragments,
+                  const GraphCheckOptions& o = {}) {
+  const Status s = check_execution_graph(m, o);
+  ASSERT_EQ(s.code(), code) << s.to_string();
+  for (const std::string& f : fragments) EXPECT_NE(s.message().find(f), std::string::npos) << s.message() << "\n  lacks: " << f;
+}
+
+TEST(GraphCheck, PlannedGraphPasses) {
+  Manifest m = planned_manifest();
+  ASSERT_TRUE(validate_manifest(m).ok()) << validate_manifest(m).to_string();
+  EXPECT_TRUE(check_execution_graph(m).ok()) << check_execution_graph(m).to_string();
+  m.inference.execution.reset();
+  GraphPlanOptions f32;
+  f32.kv_dtype = quant::DType::kF32;
+  m.inference.execution = plan_execution_graph(m, f32).value();
+  EXPECT_TRUE(check_execution_graph(m).ok()) << check_execution_graph(m).to_string();
+}
+
+TEST(GraphCheck, MissingGraph) {
+  Manifest m = planned_manifest();
+  m.inference.execution.reset();
+  expect_error(m, StatusCode::kValidation, {"inference.execution: missing"});
+}
+
+TEST(GraphCheck, UnknownOp) {
+  Manifest m = planned_manifest();
+  first_step(m, "glu").op = "swiglu_fused";
+  expect_error(m, StatusCode::kUnsupported, {"'swiglu_fused'", "unknown op"});
+}
+
+TEST(GraphCheck, OpInWrongPhase) {
+  Manifest m = planned_manifest();
+  graph(m).post_layer.insert(graph(m).post_layer.begin(), ExecStep{"residual", "add", std::nullopt});
+  expect_error(m, StatusCode::kValidation, {"postLayer[0] 'residual'", "belongs in prefill / decode"});
+}
+
+TEST(GraphCheck, KernelKeyNotInMap) {
+  Manifest m = planned_manifest();
+  first_step(m, "glu").kernel_key = "glu_split";
+  expect_error(m, StatusCode::kValidation, {"'glu'", "kernel key 'glu_split' is not in inference.execution.kernels"});
+}
+
+TEST(GraphCheck, KernelNotInRegistry) {
+  Manifest m = planned_manifest();
+  KernelSpec spec = graph(m).kernels.at("glu");
+  graph(m).kernels.emplace("glu_fast", spec);
+  first_step(m, "glu").kernel_key = "glu_fast";
+  expect_error(m, StatusCode::kUnsupported, {"kernels.glu_fast", "not a kernel of this build"});
+}
+
+TEST(GraphCheck, KernelFileOrEntryDiffers) {
+  Manifest m = planned_manifest();
+  graph(m).kernels.at("glu").file = "glu_old.comp";
+  expect_error(m, StatusCode::kUnsupported, {"kernels.glu", "'glu_old.comp'", "'glu.comp'"});
+  m = planned_manifest();
+  graph(m).kernels.at("glu").entry = "main2";
+  expect_error(m, StatusCode::kUnsupported, {"kernels.glu", "entry 'main2'", "entry 'main'"});
+}
+
+TEST(GraphCheck, KernelOpCannotRunStep) {
+  Manifest m = planned_manifest();
+  first_step(m, "q_proj").kernel_key = "rms_norm";
+  expect_error(m, StatusCode::kValidation, {"decode[1] 'q_proj'", "kernel 'rms_norm' implements rms_norm"});
+}
+
+TEST(GraphCheck, MatmulKernelMatchesPhase) {
+  Manifest m = planned_manifest();
+  first_step(m, "o_proj", /*decode=*/false).kernel_key = "gemv_q4_k_vec";
+  expect_error(m, StatusCode::kValidation, {"prefill[", "'o_proj'", "is a gemv kernel", "prefill use gemm kernels"});
+  m = planned_manifest();
+  ASSERT_EQ(graph(m).kernels.count("gemm_q4_k"), 1u);
+  first_step(m, "o_proj").kernel_key = "gemm_q4_k";
+  expect_error(m, StatusCode::kValidation, {"decode[", "'o_proj'", "is a gemm kernel", "decode use gemv kernels"});
+}
+
+TEST(GraphCheck, WeightRefRequiredOrForbidden) {
+  Manifest m = planned_manifest();
+  first_step(m, "q_proj").weight_ref.reset();
+  expect_error(m, StatusCode::kValidation, {"'q_proj'", "needs a weight ref"});
+  m = planned_manifest();
+  first_step(m, "glu").weight_ref = "model.layers.{L}.mlp.up_proj.weight";
+  expect_error(m, StatusCode::kValidation, {"'glu'", "takes no weight", "mlp.up_proj"});
+}
+
+TEST(GraphCheck, WeightMissingForOneLayer) {
+  Manifest m = planned_manifest();
+  std::erase_if(m.tensors, [](const TensorEntry& t) { return t.name == "model.layers.1.self_attn.q_proj.weight"; });
+  expect_error(m, StatusCode::kValidation,
+               {"prefill[1] (layer 1) 'q_proj'", "'model.layers.1.self_attn.q_proj.weight'", "names no tensor"});
+}
+
+TEST(GraphCheck, KernelRejectsTensorDtype) {
+  Manifest m = planned_manifest();
+  // Layer 2's v_proj is Q6_K: a step running gemv_q4_k_vec for every layer does not read it.
+  auto& decode = graph(m).decode;
+  for (LayerEntry& e : decode) {
+    if (auto* g = std::get_if<LayerGroup>(&e); g && g->steps.front().op == "v_proj") {
+      e = ExecStep{"v_proj", "gemv_q4_k_vec", "model.layers.{L}.self_attn.v_proj.weight"};
+    }
+  }
+  expect_error(m, StatusCode::kUnsupported,
+               {"(layer 2) 'v_proj'", "kernel 'gemv_q4_k_vec'", "v_proj.weight'", "reads Q4_K", "tensor is Q6_K"});
+}
+
+TEST(GraphCheck, KernelRejectsTensorLayout) {
+  Manifest m = planned_manifest();
+  tensor(m, "model.layers.1.self_attn.o_proj.weight").layout = quant::Layout::kColumnWise;
+  expect_error(m, StatusCode::kUnsupported,
+               {"(layer 1) 'o_proj'", "o_proj.weight'", "layout flat|row_wise", "tensor is column_wise"});
+}
+
+TEST(GraphCheck, NormWeightShapeAndDtype) {
+  Manifest m = planned_manifest();
+  first_step(m, "q_norm").weight_ref = "model.layers.{L}.input_layernorm.weight";
+  expect_error(m, StatusCode::kValidation, {"(layer 0) 'q_norm'", "expected F32 [64]", "F32 [256]"});
+  m = planned_manifest();
+  TensorEntry& norm = tensor(m, "model.layers.0.input_layernorm.weight");
+  norm.dtype = quant::DType::kF16;
+  expect_error(m, StatusCode::kUnsupported, {"(layer 0) 'attn_norm'", "reads F32", "tensor is F16"});
+  m = planned_manifest();
+  tensor(m, "model.norm.weight").shape = {16, 16};
+  expect_error(m, StatusCode::kValidation, {"postLayer[0] 'final_norm'", "expected F32 [256]", "[16, 16]"});
+}
+
+TEST(GraphCheck, MatmulWeightMustBe2D) {
+  Manifest m = planned_manifest();
+  TensorEntry& w = tensor(m, "model.layers.0.mlp.up_proj.weight");
+  w.shape = {256, 16, 16};
+  expect_error(m, StatusCode::kValidation, {"(layer 0) 'up_proj'", "is not 2-D"});
+}
+
+TEST(GraphCheck, CompanionMissing) {
+  Manifest m = planned_manifest();
+  ASSERT_EQ(graph(m).kernels.erase("attn_merge"), 1u);
+  expect_error(m, StatusCode::kValidation, {"kernel 'attention_f16'", "companion 'attn_merge'", "not in the kernels map"});
+}
+
+TEST(GraphCheck, PrecisionRules) {
+  Manifest m = planned_manifest();
+  graph(m).kernels.at("rms_norm").precision["kvDtype"] = "f16";
+  expect_error(m, StatusCode::kUnsupported, {"kernels.rms_norm.precision", "'kvDtype'", "unsupportedPrecision"});
+  m = planned_manifest();
+  graph(m).kernels.at("attention_f16").precision["accDtype"] = "f32";
+  expect_error(m, StatusCode::kUnsupported, {"kernels.attention_f16.precision", "'accDtype'"});
+  m = planned_manifest();
+  graph(m).kernels.at("attention_f16").precision["kvDtype"] = "bf16";
+  expect_error(m, StatusCode::kUnsupported, {"kernels.attention_f16.precision.kvDtype", "'bf16'", "f16 or f32"});
+  m = planned_manifest();
+  graph(m).kernels.at("kv_append_f16").precision["kvDtype"] = "f32";
+  expect_error(m, StatusCode::kUnsupported, {"kernels.kv_append_f16.precision.kvDtype", "'f32'", "in f16"});
+}
+
+TEST(GraphCheck, KvCacheTypeTransition) {
+  Manifest m = planned_manifest();
+  KernelSpec kv32{"kv_append.comp", "main", pinned_kernel_digest("kv_append_f32").value(), {}, {{"kvDtype", "f32"}}};
+  graph(m).kernels.emplace("kv_append_f32", kv32);
+  first_step(m, "kv_append").kernel_key = "kv_append_f32";
+  expect_error(m, StatusCode::kValidation, {"decode[", "'kv_append': kernel 'kv_append_f32'", "in F32",
+                                            "prefill[", "kernel 'kv_append_f16') uses F16", "require_cast_step"});
+}
+
+TEST(GraphCheck, ExactlyOneAttentionPerLayer) {
+  Manifest m = planned_manifest();
+  graph(m).decode.push_back(LayerGroup{{2}, {ExecStep{"attention", "attention_f16", std::nullopt}}});
+  expect_error(m, StatusCode::kValidation, {"decode: layer 2 runs 2 attention ops, expected exactly 1"});
+  m = planned_manifest();
+  for (LayerEntry& e : graph(m).prefill) {
+    if (auto* g = std::get_if<LayerGroup>(&e)) {
+      std::erase_if(g->steps, [](const ExecStep& s) { return s.op == "attention"; });
+    }
+  }
+  std::erase_if(graph(m).prefill, [](const LayerEntry& e) {
+    return std::holds_alternative<LayerGroup>(e) && std::get<LayerGroup>(e).steps.empty();
+  });
+  expect_error(m, StatusCode::kValidation, {"prefill: layer 2 runs 0 attention ops"});
+}
+
+TEST(GraphCheck, SlidingOpsOnlyOnSlidingLayers) {
+  Manifest m = planned_manifest();
+  first_step(m, "attention").op = "attention_sliding";  // the layer-2 (full) group
+  expect_error(m, StatusCode::kValidation,
+               {"(layer 2) 'attention_sliding'", "layer 2 is full_attention", "layerTypes", "must run attention"});
+  m = planned_manifest();
+  first_step(m, "attention_sliding").op = "attention";
+  expect_error(m, StatusCode::kValidation, {"(layer 0) 'attention'", "sliding_attention", "must run attention_sliding"});
+  m = planned_manifest();
+  first_step(m, "rope_q").op = "rope_q_local";
+  expect_error(m, StatusCode::kValidation, {"(layer 2) 'rope_q_local'", "full_attention", "local rope"});
+  m = planned_manifest();
+  first_step(m, "rope_k_local").op = "rope_k";
+  expect_error(m, StatusCode::kValidation, {"(layer 0) 'rope_k'", "ropeLocalTheta is set", "rope_k_local"});
+}
+
+TEST(GraphCheck, DigestMismatchNamesStepBothDigestsAndFix) {
+  Manifest m = planned_manifest();
+  const std::string compiled = pinned_kernel_digest("attention_f16").value();
+  const std::string stale = "sha256:" + std::string(64, 'a');
+  graph(m).kernels.at("attention_f16").digest = stale;
+  expect_error(m, StatusCode::kIntegrity,
+               {"(layer 0) 'attention_sliding'", "kernel 'attention_f16'", stale, compiled, "rdrr-digests repin"});
+  GraphCheckOptions no_digests;
+  no_digests.check_digests = false;
+  EXPECT_TRUE(check_execution_graph(m, no_digests).ok());
+}
+
+TEST(GraphCheck, CompanionDigestMismatch) {
+  Manifest m = planned_manifest();
+  graph(m).kernels.at("attn_merge").digest = "sha256:" + std::string(64, 'b');
+  expect_error(m, StatusCode::kIntegrity, {"inference.execution.kernels.attn_merge", "rdrr-digests repin"});
+}
+
+}  // namespace
+}  // namespace rdrr::kernels

@@ -1,0 +1,432 @@
+// The executor: records one whole forward pass per submit from the compiled plan (executor_plan.h).
+#include "runtime/executor.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "runtime/device.h"
+#include "runtime/executor_plan.h"
+#include "runtime/kv_cache.h"
+#include "runtime/ops.h"
+#include "runtime/pack.h"
+#include "runtime/rope_freqs.h"
+
+namespace rdrr::runtime {
+
+using exec_detail::Buf;
+using exec_detail::Kind;
+using exec_detail::Plan;
+using exec_detail::Step;
+using quant::DType;
+using quant::Layout;
+
+namespace {
+
+constexpr uint32_t kDefaultMaxContext = 4096;
+constexpr uint32_t kDefaultBatch = 512;
+constexpr uint32_t kAttentionSplits = 32;  // decode split-K chunks at most (scratch size)
+
+RopeScaling rope_scaling(const RopeConfig& r) {
+  RopeScaling s;
+  switch (r.scaling_type) {
+    case rdrr::RopeScalingType::kNone: s.type = RopeScalingType::kNone; break;
+    case rdrr::RopeScalingType::kLinear: s.type = RopeScalingType::kLinear; break;
+    case rdrr::RopeScalingType::kLlama3: s.type = RopeScalingType::kLlama3; break;
+    case rdrr::RopeScalingType::kYarn: s.type = RopeScalingType::kYarn; break;
+  }
+  s.factor = r.scaling_factor.value_or(1.0);
+  s.original_max_position_embeddings = static_cast<uint32_t>(r.original_max_positions.value_or(0));
+  s.low_freq_factor = r.low_freq_factor.value_or(s.low_freq_factor);
+  s.high_freq_factor = r.high_freq_factor.value_or(s.high_freq_factor);
+  s.beta_fast = r.yarn_beta_fast.value_or(s.beta_fast);
+  s.beta_slow = r.yarn_beta_slow.value_or(s.beta_slow);
+  s.attention_factor = r.yarn_attention_factor.value_or(0.0);
+  return s;
+}
+
+}  // namespace
+
+struct Executor::Impl {
+  Device& dev;
+  const Pack& pack;
+  ExecutorOptions opts;
+  Plan plan;
+  uint32_t ctx = 0;
+  uint32_t batch = 0;
+  uint32_t n_rot = 0;
+  float rope_freq_scale = 1.0f;
+  float rope_mscale = 1.0f;
+  std::unique_ptr<Recorder> rec;
+  KvCache kv;
+  Buffer act[static_cast<size_t>(Buf::kCount)];
+  Buffer ids, pos, pos_table, token, gemv_scratch, attn_scratch, sample_scratch, inv_freq;
+  uint64_t pos_stride = 0;
+
+  Impl(Device& d, const Pack& p, const ExecutorOptions& o, Plan pl, KvCache cache)
+      : dev(d), pack(p), opts(o), plan(std::move(pl)), kv(std::move(cache)) {}
+
+  BufferRange buf(Buf b) const { return act[static_cast<size_t>(b)].range(); }
+  BufferRange rows(Buf b, uint32_t first, uint32_t n) const {
+    const uint64_t w = uint64_t{plan.dims.width(b)} * 4;
+    return buf(b).sub(first * w, n * w);
+  }
+
+  Status allocate();
+  // One pass: M rows at position p0; ids_range holds the M token ids. post_rows: 0 = no post phase,
+  // else the last post_rows rows go through final_norm .. lm_head (and sample when `sample`).
+  Status record_pass(const BufferRange& ids_range, const BufferRange& pos_range, uint32_t m, uint32_t p0,
+                     bool decode, uint32_t post_rows, const SampleOptions* sample);
+  Status record_step(const Step& s, uint32_t m, uint32_t p0, uint32_t layer, const BufferRange& ids_range,
+                     const BufferRange& pos_range, const SampleOptions* sample);
+  Status record_matmul(const Step& s, const BufferRange& x, const BufferRange& y, uint32_t m);
+};
+
+Status Executor::Impl::allocate() {
+  const exec_detail::Dims& d = plan.dims;
+  for (size_t i = 0; i < static_cast<size_t>(Buf::kCount); ++i) {
+    const uint64_t bytes = uint64_t{batch} * d.width(static_cast<Buf>(i)) * 4;
+    RDRR_ASSIGN_OR_RETURN(act[i], dev.allocate(std::max<uint64_t>(bytes, 4), "activations"));
+  }
+  RDRR_ASSIGN_OR_RETURN(ids, dev.allocate(uint64_t{batch} * 4, "token ids"));
+  RDRR_ASSIGN_OR_RETURN(pos, dev.allocate(uint64_t{batch} * 4, "positions"));
+  RDRR_ASSIGN_OR_RETURN(token, dev.allocate(4, "sampled token"));
+  // Decode positions: one int32 per binding-aligned slot, so step p binds its own slot.
+  pos_stride = dev.binding_alignment();
+  std::vector<int32_t> table(uint64_t{ctx} * pos_stride / 4, 0);
+  for (uint32_t p = 0; p < ctx; ++p) table[uint64_t{p} * pos_stride / 4] = static_cast<int32_t>(p);
+  RDRR_ASSIGN_OR_RETURN(pos_table, dev.allocate(table.size() * 4, "position table"));
+  RDRR_RETURN_IF_ERROR(dev.upload(pos_table.range(), std::as_bytes(std::span(table))));
+  RDRR_ASSIGN_OR_RETURN(gemv_scratch, dev.allocate(std::max<uint64_t>(plan.gemv_scratch_bytes, 256), "gemv scratch"));
+  RDRR_ASSIGN_OR_RETURN(attn_scratch,
+                        dev.allocate(attention_scratch_bytes(1, d.heads, d.head_dim, kAttentionSplits), "attn scratch"));
+  RDRR_ASSIGN_OR_RETURN(sample_scratch, dev.allocate(sample_scratch_bytes(d.vocab), "sample scratch"));
+  // RoPE: rotated dims from partialRotaryFactor; scaled frequencies as a table when the graph runs rope_freqs.
+  const RopeConfig& r = pack.manifest().inference.rope;
+  n_rot = static_cast<uint32_t>(std::lround(double(d.head_dim) * r.partial_rotary_factor)) & ~1u;
+  if (r.scaling_type == rdrr::RopeScalingType::kLinear) rope_freq_scale = float(1.0 / r.scaling_factor.value_or(1.0));
+  if (plan.needs_rope_table) {
+    RDRR_ASSIGN_OR_RETURN(RopeFrequencies f, rope_frequencies(rope_scaling(r), r.theta, n_rot, ctx));
+    rope_mscale = f.mscale;
+    RDRR_ASSIGN_OR_RETURN(inv_freq, dev.allocate(f.inv_freq.size() * 4, "rope inv_freq"));
+    RDRR_RETURN_IF_ERROR(dev.upload(inv_freq.range(), std::as_bytes(std::span(f.inv_freq))));
+  }
+  return Status::Ok();
+}
+
+Status Executor::Impl::record_matmul(const Step& s, const BufferRange& x, const BufferRange& y, uint32_t m) {
+  const TensorEntry& w = *s.weight->entry;
+  const Layout layout = w.layout.value_or(Layout::kRowWise);
+  if (s.kernel->op == kernels::Op::kGemm) {
+    GemmArgs g;
+    g.w = s.weight->range;
+    g.dtype = w.dtype;
+    g.layout = layout;
+    g.n_rows = s.n;
+    g.k = s.k;
+    g.m_rows = m;
+    g.x = x;
+    g.y = y;
+    g.kernel = s.kernel->name;
+    return record_gemm(*rec, g, s.label);
+  }
+  // A GEMV kernel over m rows: one dispatch per row.
+  for (uint32_t r = 0; r < m; ++r) {
+    GemvArgs g;
+    g.w = s.weight->range;
+    g.dtype = w.dtype;
+    g.layout = layout;
+    g.n_rows = s.n;
+    g.k = s.k;
+    g.x = x.sub(uint64_t{r} * s.k * 4, uint64_t{s.k} * 4);
+    g.y = y.sub(uint64_t{r} * s.n * 4, uint64_t{s.n} * 4);
+    g.scratch = gemv_scratch.range();
+    g.kernel = s.kernel->name;
+    RDRR_RETURN_IF_ERROR(record_gemv(*rec, g, s.label));
+  }
+  return Status::Ok();
+}
+
+Status Executor::Impl::record_step(const Step& s, uint32_t m, uint32_t p0, uint32_t layer, const BufferRange& ids_range,
+                                   const BufferRange& pos_range, const SampleOptions* sample) {
+  const Manifest& mf = pack.manifest();
+  const Inference& inf = mf.inference;
+  const exec_detail::Dims& d = plan.dims;
+  const float eps = static_cast<float>(inf.normalization.rms_norm_eps);
+  const float offset = static_cast<float>(inf.normalization.weight_offset);
+  const uint32_t w_in = d.width(s.in), w_out = d.width(s.out);
+  switch (s.kind) {
+    case Kind::kEmbed: {
+      const TensorEntry& w = *s.weight->entry;
+      EmbedArgs e;
+      e.table = s.weight->range;
+      e.dtype = w.dtype;
+      e.layout = w.layout.value_or(Layout::kRowWise);
+      e.vocab = static_cast<uint32_t>(w.shape[0]);
+      e.dim = d.d;
+      e.ids = ids_range;
+      e.out = rows(Buf::kHidden, 0, m);
+      e.n_tokens = m;
+      e.scale = static_cast<float>(inf.output.embedding_scale);
+      e.kernel = s.kernel->name;
+      return record_embed(*rec, e, s.label);
+    }
+    case Kind::kNorm:
+      return record_rms_norm(*rec, {rows(s.in, 0, m), s.weight->range, rows(s.out, 0, m), w_in, m, eps, offset}, s.label);
+    case Kind::kAddNorm:
+      return record_add_rms_norm(*rec, {rows(Buf::kHidden, 0, m), rows(Buf::kProj, 0, m), s.weight->range,
+                                        rows(Buf::kNormed, 0, m), d.d, m, eps, offset},
+                                 s.label);
+    case Kind::kMatmul: return record_matmul(s, rows(s.in, 0, m), rows(s.out, 0, m), m);
+    case Kind::kBias:
+      if (s.kernel->name == "add_bias") {
+        return record_add_bias(*rec, rows(s.out, 0, m), s.weight->range, rows(s.out, 0, m), s.n, m, s.label);
+      }
+      for (uint32_t r = 0; r < m; ++r) {  // plain add: one row per dispatch
+        RDRR_RETURN_IF_ERROR(record_add(*rec, rows(s.out, r, 1), s.weight->range, rows(s.out, r, 1), s.n, s.label));
+      }
+      return Status::Ok();
+    case Kind::kHeadNorm:
+      return record_head_norm(*rec, {rows(s.out, 0, m), s.weight->range, rows(s.out, 0, m), m, s.n, d.head_dim, eps, offset},
+                              s.label);
+    case Kind::kRope: {
+      const RopeConfig& r = inf.rope;
+      RopeArgs a;
+      a.x = rows(s.out, 0, m);
+      a.pos = pos_range;
+      a.y = a.x;
+      a.n_tokens = m;
+      a.n_heads = s.n;
+      a.head_dim = d.head_dim;
+      a.n_rot = n_rot;
+      a.mode = r.convention == RopeConvention::kInterleaved ? RopeMode::kInterleaved : RopeMode::kNeox;
+      if (s.local) {
+        a.theta_base = static_cast<float>(r.local_theta.value_or(r.theta));
+      } else if (s.kernel->name == "rope_freqs") {
+        a.inv_freq = inv_freq.range();
+        a.mscale = rope_mscale;
+      } else {
+        if (r.scaling_type == rdrr::RopeScalingType::kLlama3 || r.scaling_type == rdrr::RopeScalingType::kYarn) {
+          return error(StatusCode::kUnsupported, "step " + s.where + " '" + s.label + "': kernel rope cannot apply " +
+                                                     std::string(rope_scaling_type_name(r.scaling_type)) +
+                                                     " scaling (needs rope_freqs)");
+        }
+        a.theta_base = static_cast<float>(r.theta);
+        a.freq_scale = rope_freq_scale;
+      }
+      return record_rope(*rec, a, s.label);
+    }
+    case Kind::kKvAppend:
+      return record_kv_append(*rec, {kv.layer(layer), rows(Buf::kK, 0, m), rows(Buf::kV, 0, m), m, p0}, s.label);
+    case Kind::kAttention: {
+      const AttentionConfig& at = inf.attention;
+      AttentionArgs a;
+      a.q = rows(Buf::kQ, 0, m);
+      a.kv = kv.layer(layer);
+      a.out = rows(Buf::kAttn, 0, m);
+      if (m == 1) a.scratch = attn_scratch.range();
+      a.n_q = m;
+      a.n_heads = d.heads;
+      a.p0 = p0;
+      const double s2 = at.query_pre_attn_scalar.value_or(double(d.head_dim));
+      a.scale = static_cast<float>(1.0 / std::sqrt(s2));
+      a.window = s.local ? static_cast<uint32_t>(at.sliding_window.value_or(0)) : 0;
+      a.softcap = static_cast<float>(at.attn_logit_softcapping.value_or(0.0));
+      return record_attention(*rec, a, s.label);
+    }
+    case Kind::kGlu:
+      return record_glu(*rec, inf.ffn.activation == rdrr::Activation::kGeluTanh ? Activation::kGeluTanh : Activation::kSilu,
+                        rows(Buf::kGate, 0, m), rows(Buf::kUp, 0, m), rows(Buf::kAct, 0, m), m * d.ff, s.label);
+    case Kind::kGluSplit:
+      return record_glu_split(*rec,
+                              inf.ffn.activation == rdrr::Activation::kGeluTanh ? Activation::kGeluTanh : Activation::kSilu,
+                              rows(Buf::kGateUp, 0, m), rows(Buf::kAct, 0, m), d.ff, m, s.label);
+    case Kind::kResidual:
+      return record_add(*rec, rows(Buf::kHidden, 0, m), rows(Buf::kProj, 0, m), rows(Buf::kHidden, 0, m), m * d.d, s.label);
+    case Kind::kSoftcap: {
+      const float cap = static_cast<float>(inf.output.final_logit_softcapping.value_or(0.0));
+      return record_softcap(*rec, rows(Buf::kLogits, 0, m), rows(Buf::kLogits, 0, m), m * w_out, cap, s.label);
+    }
+    case Kind::kSample: {
+      SampleArgs a;
+      a.logits = rows(Buf::kLogits, m - 1, 1);
+      a.scratch = sample_scratch.range();
+      a.token = token.range();
+      a.n = d.vocab;
+      a.temperature = sample->temperature;
+      a.top_k = sample->top_k;
+      a.seed = sample->seed + p0;
+      return record_sample(*rec, a, s.label);
+    }
+  }
+  return error(StatusCode::kInternal, "step " + s.where + ": unhandled kind");
+}
+
+Status Executor::Impl::record_pass(const BufferRange& ids_range, const BufferRange& pos_range, uint32_t m, uint32_t p0,
+                                   bool decode, uint32_t post_rows, const SampleOptions* sample) {
+  for (const Step& s : plan.pre) RDRR_RETURN_IF_ERROR(record_step(s, m, p0, 0, ids_range, pos_range, sample));
+  const auto& layers = decode ? plan.decode : plan.prefill;
+  for (uint32_t l = 0; l < layers.size(); ++l) {
+    for (const Step& s : layers[l]) RDRR_RETURN_IF_ERROR(record_step(s, m, p0, l, ids_range, pos_range, sample));
+  }
+  if (post_rows == 0) return Status::Ok();
+  const exec_detail::Dims& d = plan.dims;
+  for (const Step& s : plan.post) {
+    if (s.kind == Kind::kSample && sample == nullptr) continue;
+    if (s.kind == Kind::kNorm && s.in == Buf::kHidden) {
+      // final_norm of the last post_rows rows of hidden into rows 0.. of normed.
+      const float eps = static_cast<float>(pack.manifest().inference.normalization.rms_norm_eps);
+      const float offset = static_cast<float>(pack.manifest().inference.normalization.weight_offset);
+      RDRR_RETURN_IF_ERROR(record_rms_norm(*rec, {rows(Buf::kHidden, m - post_rows, post_rows), s.weight->range,
+                                                  rows(Buf::kNormed, 0, post_rows), d.d, post_rows, eps, offset},
+                                           s.label));
+      continue;
+    }
+    RDRR_RETURN_IF_ERROR(record_step(s, post_rows, p0 + m - post_rows, 0, ids_range, pos_range, sample));
+  }
+  return Status::Ok();
+}
+
+Executor::Executor(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Executor::~Executor() = default;
+
+Result<std::unique_ptr<Executor>> Executor::create(Device& device, const Pack& pack, const ExecutorOptions& options) {
+  const std::string where = "executor for pack " + pack.dir().string();
+  Result<Plan> plan = exec_detail::compile_plan(pack);
+  if (!plan.ok()) return plan.status().context(where);
+  const Architecture& a = pack.manifest().architecture;
+  const uint32_t max_ctx = static_cast<uint32_t>(std::min<uint64_t>(a.max_seq_len, 1u << 30));
+  uint32_t ctx = options.context_length != 0 ? options.context_length : std::min(max_ctx, kDefaultMaxContext);
+  if (ctx == 0) return error(StatusCode::kInvalidArgument, where + ": context length is 0");
+  if (options.context_length > max_ctx) {
+    return error(StatusCode::kInvalidArgument, where + ": context length " + std::to_string(ctx) +
+                                                   " > architecture.maxSeqLen " + std::to_string(max_ctx));
+  }
+  const KvCacheShape shape{plan->dims.layers, plan->dims.kv_heads, plan->dims.head_dim, ctx, plan->kv_dtype};
+  Result<KvCache> cache = KvCache::create(device, shape, "kv_cache");
+  if (!cache.ok()) return cache.status().context(where);
+  auto impl = std::make_unique<Impl>(device, pack, options, std::move(plan).value(), std::move(cache).value());
+  impl->ctx = ctx;
+  impl->batch = std::min(ctx, options.max_batch_tokens != 0 ? options.max_batch_tokens : kDefaultBatch);
+  if (Status s = impl->allocate(); !s.ok()) return s.context(where);
+  RecorderOptions ropts;
+  ropts.timestamps = options.profile;
+  ropts.max_timed_dispatches = 16384;
+  ropts.allowed_kernels = impl->plan.pinned;
+  Result<std::unique_ptr<Recorder>> rec = Recorder::create(device, ropts);
+  if (!rec.ok()) return rec.status().context(where);
+  impl->rec = std::move(rec).value();
+  return std::unique_ptr<Executor>(new Executor(std::move(impl)));
+}
+
+uint32_t Executor::context_length() const { return impl_->ctx; }
+quant::DType Executor::kv_dtype() const { return impl_->plan.kv_dtype; }
+uint64_t Executor::vocab_size() const { return impl_->plan.dims.vocab; }
+
+void Executor::reset() {
+  position_ = 0;
+  has_token_ = false;
+}
+
+Result<PrefillResult> Executor::prefill(std::span<const uint32_t> tokens, LogitsMode logits, const SampleOptions& sample) {
+  Impl& im = *impl_;
+  if (tokens.empty()) return error(StatusCode::kInvalidArgument, "prefill: no tokens");
+  if (uint64_t{position_} + tokens.size() > im.ctx) {
+    return error(StatusCode::kInvalidArgument, "prefill: positions " + std::to_string(position_) + " + " +
+                                                   std::to_string(tokens.size()) + " tokens exceed the context length " +
+                                                   std::to_string(im.ctx));
+  }
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (tokens[i] >= im.plan.dims.vocab) {
+      return error(StatusCode::kInvalidArgument, "prefill: token " + std::to_string(i) + " id " +
+                                                     std::to_string(tokens[i]) + " >= vocab " +
+                                                     std::to_string(im.plan.dims.vocab));
+    }
+  }
+  PrefillResult out;
+  const uint64_t vocab = im.plan.dims.vocab;
+  for (size_t at = 0; at < tokens.size(); at += im.batch) {
+    const uint32_t m = static_cast<uint32_t>(std::min<size_t>(im.batch, tokens.size() - at));
+    const bool last = at + m == tokens.size();
+    const uint32_t p0 = position_;
+    std::vector<int32_t> pos(m);
+    for (uint32_t i = 0; i < m; ++i) pos[i] = static_cast<int32_t>(p0 + i);
+    RDRR_RETURN_IF_ERROR(im.dev.upload(im.ids.range().sub(0, uint64_t{m} * 4), std::as_bytes(tokens.subspan(at, m))));
+    RDRR_RETURN_IF_ERROR(im.dev.upload(im.pos.range().sub(0, uint64_t{m} * 4), std::as_bytes(std::span(pos))));
+    const uint32_t post_rows = logits == LogitsMode::kAll ? m : last ? 1 : 0;
+    const Status st = im.record_pass(im.ids.range().sub(0, uint64_t{m} * 4), im.pos.range().sub(0, uint64_t{m} * 4), m,
+                                     p0, false, post_rows, last ? &sample : nullptr);
+    if (!st.ok()) {
+      (void)im.rec->submit_and_wait();  // drop what was recorded
+      return st.context("prefill");
+    }
+    RDRR_ASSIGN_OR_RETURN(SubmitResult sub, im.rec->submit_and_wait());
+    timings_.insert(timings_.end(), sub.timings.begin(), sub.timings.end());
+    position_ += m;
+    const bool want = logits == LogitsMode::kAll || (logits == LogitsMode::kLast && last);
+    if (want) {
+      const uint32_t r = logits == LogitsMode::kAll ? m : 1;
+      const size_t old = out.logits.size();
+      out.logits.resize(old + r * vocab);
+      RDRR_RETURN_IF_ERROR(im.dev.download(im.rows(Buf::kLogits, 0, r),
+                                           std::as_writable_bytes(std::span(out.logits).subspan(old))));
+      out.logits_rows += r;
+    }
+  }
+  RDRR_RETURN_IF_ERROR(im.dev.download(im.token.range(), std::as_writable_bytes(std::span(&out.next_token, 1))));
+  has_token_ = true;
+  return out;
+}
+
+Result<uint32_t> Executor::decode(const SampleOptions& sample) {
+  Impl& im = *impl_;
+  if (!has_token_) return error(StatusCode::kInvalidArgument, "decode: no sampled token yet (prefill first)");
+  if (position_ + 1 > im.ctx) {
+    return error(StatusCode::kInvalidArgument, "decode: position " + std::to_string(position_) +
+                                                   " is past the context length " + std::to_string(im.ctx));
+  }
+  const BufferRange pos = im.pos_table.range().sub(uint64_t{position_} * im.pos_stride, 4);
+  const Status st = im.record_pass(im.token.range(), pos, 1, position_, true, 1, &sample);
+  if (!st.ok()) {
+    (void)im.rec->submit_and_wait();
+    return st.context("decode");
+  }
+  RDRR_ASSIGN_OR_RETURN(SubmitResult sub, im.rec->submit_and_wait());
+  timings_.insert(timings_.end(), sub.timings.begin(), sub.timings.end());
+  ++position_;
+  uint32_t tok = 0;
+  RDRR_RETURN_IF_ERROR(im.dev.download(im.token.range(), std::as_writable_bytes(std::span(&tok, 1))));
+  return tok;
+}
+
+Result<std::vector<uint32_t>> Executor::generate(std::span<const uint32_t> prompt, uint32_t n_new,
+                                                 const SampleOptions& sample) {
+  reset();
+  RDRR_ASSIGN_OR_RETURN(PrefillResult first, prefill(prompt, LogitsMode::kNone, sample));
+  std::vector<uint32_t> out;
+  if (n_new == 0) return out;
+  out.push_back(first.next_token);
+  while (out.size() < n_new) {
+    RDRR_ASSIGN_OR_RETURN(uint32_t t, decode(sample));
+    out.push_back(t);
+  }
+  return out;
+}
+
+std::vector<OpTiming> Executor::op_timings() const {
+  std::vector<OpTiming> out;
+  for (const DispatchTiming& t : timings_) {
+    auto it = std::find_if(out.begin(), out.end(), [&](const OpTiming& o) { return o.op == t.label; });
+    if (it == out.end()) {
+      out.push_back({t.label, t.gpu_ms, 1});
+    } else {
+      it->gpu_ms += t.gpu_ms;
+      ++it->dispatches;
+    }
+  }
+  return out;
+}
+
+}  // namespace rdrr::runtime

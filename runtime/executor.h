@@ -1,0 +1,116 @@
+// The graph executor: runs a loaded pack (runtime/pack.h) from its manifest-pinned execution graph
+// (inference.execution, rdrr/SPEC.md section 9; op vocabulary kernels/graph_ops.h) and nothing else: no
+// architecture `if`s; every parameter (norm eps and weight offset, RoPE incl. scaling and partial rotary,
+// softcaps, query_pre_attn_scalar, sliding window, embedding scale, tied embeddings through the lm_head
+// weight ref) comes from the manifest.
+//
+// Fail closed at create(): no graph, an op the executor does not implement or that is misplaced, a kernel
+// key that is not a registry kernel or whose op cannot implement the step, a pinned digest that differs
+// from this build's (kIntegrity: "step decode[3] 'q_proj' kernel gemv_q4_k_col_split: pinned digest
+// sha256:... != this build's sha256:...; re-pin the pack after a kernel update: rdrr-digests repin PACK"),
+// a companion kernel missing from the graph, an unresolved weight, an unsupported dtype / layout or
+// precision. While running, every dispatch is checked against the pinned set (RecorderOptions::
+// allowed_kernels): a kernel the graph does not pin fails with kIntegrity naming it.
+//
+// One command buffer per prefill chunk and per decode step. Prefill runs the prompt at positions
+// position() .. position() + n - 1 (appending to the KV cache); decode feeds the previously sampled token
+// (kept on the GPU) to the next step's embed and reads back only the new token id (4 bytes).
+//
+//   RDRR_ASSIGN_OR_RETURN(auto pack, Pack::load(device, dir));
+//   RDRR_ASSIGN_OR_RETURN(auto exec, Executor::create(device, *pack, {}));
+//   RDRR_ASSIGN_OR_RETURN(std::vector<uint32_t> ids, exec->generate(prompt, 32, {}));
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "quant/dtype.h"
+#include "quant/status.h"
+#include "runtime/recorder.h"
+
+namespace rdrr::runtime {
+
+class Device;
+class Pack;
+
+struct ExecutorOptions {
+  uint32_t context_length = 0;    // KV cache positions; 0 = min(architecture.maxSeqLen, 4096)
+  uint32_t max_batch_tokens = 0;  // rows per prefill submit (activation buffers); 0 = min(context, 512)
+  bool profile = false;           // GPU timestamps per dispatch (last_timings())
+};
+
+// Token choice on the GPU (runtime/ops_sample.h). temperature <= 0: greedy argmax (first max wins).
+struct SampleOptions {
+  float temperature = 0.0f;
+  uint32_t top_k = 0;  // 0 = all
+  uint64_t seed = 0;   // step seed = seed + position of the sampled token
+};
+
+enum class LogitsMode : uint8_t {
+  kNone,  // only the sampled token
+  kLast,  // the last prompt position's logits [1, vocab]
+  kAll,   // every prompt position's logits [n_tokens, vocab] (row t predicts token t + 1)
+};
+
+struct PrefillResult {
+  uint32_t next_token = 0;     // sampled from the last position's logits (also kept on the GPU for decode)
+  std::vector<float> logits;   // per LogitsMode, row-major f32
+  uint32_t logits_rows = 0;
+};
+
+// Per-op GPU time summed over the dispatches labelled with the op (profile only).
+struct OpTiming {
+  std::string op;
+  double gpu_ms = 0.0;
+  uint32_t dispatches = 0;
+};
+
+class Executor {
+ public:
+  // Checks the graph (see the file comment), sizes the KV cache (kvDtype precision of the graph, F16 or
+  // F32) and the activation buffers, builds every pipeline. The pack must outlive the executor.
+  static Result<std::unique_ptr<Executor>> create(Device& device, const Pack& pack, const ExecutorOptions& options = {});
+  ~Executor();
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
+
+  // Runs tokens through the model from position(), in chunks of max_batch_tokens, then the post-layer
+  // phase for the last row (kAll: every row) and samples the next token. Errors: kInvalidArgument (empty,
+  // past the context length, a token id >= vocab).
+  Result<PrefillResult> prefill(std::span<const uint32_t> tokens, LogitsMode logits = LogitsMode::kNone,
+                                const SampleOptions& sample = {});
+  // One decode step: embeds the last sampled token (on the GPU), runs the decode phase at position(),
+  // samples and returns the new token. Needs a prefill first; kInvalidArgument past the context length.
+  Result<uint32_t> decode(const SampleOptions& sample = {});
+  // reset(), prefill(prompt), then n_new - 1 decode steps: the n_new sampled tokens (n_new 0: prefill only,
+  // returns nothing).
+  Result<std::vector<uint32_t>> generate(std::span<const uint32_t> prompt, uint32_t n_new,
+                                         const SampleOptions& sample = {});
+
+  // Forgets the cached positions (the KV cache contents are overwritten by the next prefill).
+  void reset();
+  uint32_t position() const { return position_; }
+  uint32_t context_length() const;
+  quant::DType kv_dtype() const;
+  uint64_t vocab_size() const;
+
+  // Timings of the submits since the last clear_timings() (ExecutorOptions::profile), summed per op label
+  // in first-seen order; raw per-dispatch timings in raw_timings().
+  std::vector<OpTiming> op_timings() const;
+  const std::vector<DispatchTiming>& raw_timings() const { return timings_; }
+  void clear_timings() { timings_.clear(); }
+
+  struct Impl;  // the compiled plan and device buffers (executor.cpp)
+
+ private:
+  explicit Executor(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+  uint32_t position_ = 0;
+  bool has_token_ = false;  // a sampled token is on the GPU (decode may run)
+  std::vector<DispatchTiming> timings_;
+};
+
+}  // namespace rdrr::runtime

@@ -1,0 +1,378 @@
+// The graph executor end to end on a real device (lavapipe in CI): the fixture models converted to packs
+// (f32 with an F32 KV cache; q4_k_m column_wise and row_wise with the default F16 KV cache), run from
+// their execution graph, against the HF float32 goldens: every prompt position's logits (KL divergence,
+// top-1 agreement) and the greedy continuation (decode with GPU sampling). Plus the fail-closed paths:
+// a tampered kernel digest, an unknown op, a missing weight, an unpinned kernel.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "convert/converter.h"
+#include "rdrr/manifest_json.h"
+#include "runtime/executor.h"
+#include "runtime/pack.h"
+#include "runtime/vk_test_fixture.h"
+
+namespace rdrr {
+namespace {
+
+namespace fs = std::filesystem;
+using runtime::Executor;
+using runtime::LogitsMode;
+using runtime::Pack;
+
+struct Variant {
+  const char* model;
+  convert::Preset preset;
+  quant::Layout layout;
+  quant::DType kv;
+  const char* name;
+  bool gguf = false;  // convert the fixture's llama.cpp Q4_K_M GGUF (row_wise: its blocks passed through)
+};
+void PrintTo(const Variant& v, std::ostream* os) { *os << v.name; }
+
+// Scratch folder for the converted packs of this process, removed at exit.
+// The path is never destroyed, so the atexit handler (which runs after static destructors of objects
+// constructed before its registration) can still read it.
+fs::path scratch_root() {
+  static const fs::path* const root = [] {
+    auto* p = new fs::path(fs::temp_directory_path() / ("rdrr_executor_test_" + std::to_string(::getpid()) + "_" +
+                                                       std::to_string(std::random_device{}())));
+    fs::create_directories(*p);
+    std::atexit([] {
+      std::error_code ec;
+      fs::remove_all(scratch_root(), ec);
+    });
+    return p;
+  }();
+  return *root;
+}
+
+// The pack folder of a variant, converted once per process by the converter, which writes the
+// execution graph (KV cache precision of the variant).
+Result<fs::path> pack_for(const Variant& v) {
+  static std::map<std::string, fs::path> done;
+  if (auto it = done.find(v.name); it != done.end()) return it->second;
+  const fs::path out = scratch_root() / v.name;
+  convert::ConvertOptions o;
+  o.src = v.gguf ? fs::path(RDRR_FIXTURES_DIR) / v.model / "gguf" / (std::string(v.model) + "-q4_k_m.gguf")
+                 : fs::path(RDRR_FIXTURES_DIR) / v.model / "hf";
+  o.out = out;
+  o.preset = v.preset;
+  o.q4k_layout = v.layout;
+  o.kv_dtype = v.kv;
+  o.threads = 2;
+  o.sync_to_disk = false;
+  RDRR_RETURN_IF_ERROR(convert::convert_model(o).status());
+  done[v.name] = out;
+  return out;
+}
+
+struct Prompt {
+  std::vector<uint32_t> ids;
+  std::vector<float> logits;  // [n, vocab]
+  std::vector<uint32_t> greedy;
+  std::vector<double> margins;
+};
+
+nlohmann::json read_json(const fs::path& p) {
+  std::ifstream f(p);
+  return nlohmann::json::parse(f);
+}
+
+// The HF float32 golden's prompts (logits, greedy continuation and margins).
+std::vector<Prompt> golden_prompts(const std::string& model, uint64_t vocab) {
+  const fs::path dir = fs::path(RDRR_FIXTURES_DIR) / model / "golden";
+  const nlohmann::json j = read_json(dir / "hf-f32.json");
+  std::vector<Prompt> out;
+  for (const auto& p : j.at("prompts")) {
+    Prompt pr;
+    pr.ids = p.at("token_ids").get<std::vector<uint32_t>>();
+    pr.greedy = p.at("greedy_token_ids").get<std::vector<uint32_t>>();
+    pr.margins = p.at("greedy_top1_margin").get<std::vector<double>>();
+    pr.logits.resize(pr.ids.size() * vocab);
+    std::ifstream lf(dir / p.at("logits_file").get<std::string>(), std::ios::binary);
+    lf.read(reinterpret_cast<char*>(pr.logits.data()), static_cast<std::streamsize>(pr.logits.size() * 4));
+    EXPECT_TRUE(lf.good()) << "golden logits of " << model;
+    out.push_back(std::move(pr));
+  }
+  return out;
+}
+
+// KL(P_ref || P_got) of one row (natural log, softmax in double).
+double kld(std::span<const float> ref, std::span<const float> got) {
+  auto log_softmax = [](std::span<const float> x) {
+    const double mx = *std::max_element(x.begin(), x.end());
+    double s = 0.0;
+    for (float v : x) s += std::exp(double(v) - mx);
+    std::vector<double> out(x.size());
+    for (size_t i = 0; i < x.size(); ++i) out[i] = double(x[i]) - mx - std::log(s);
+    return out;
+  };
+  const std::vector<double> lp = log_softmax(ref), lq = log_softmax(got);
+  double k = 0.0;
+  for (size_t i = 0; i < lp.size(); ++i) k += std::exp(lp[i]) * (lp[i] - lq[i]);
+  return std::max(0.0, k);
+}
+
+size_t argmax(std::span<const float> x) { return static_cast<size_t>(std::max_element(x.begin(), x.end()) - x.begin()); }
+
+class ExecutorGoldenTest : public runtime::testing::VulkanTest, public ::testing::WithParamInterface<Variant> {};
+
+TEST_P(ExecutorGoldenTest, LogitsAndGreedyTokensMatchTheHfGolden) {
+  const Variant& v = GetParam();
+  auto dir = pack_for(v);
+  ASSERT_TRUE(dir.ok()) << dir.status().to_string();
+  auto pack = Pack::load(dev(), *dir);
+  ASSERT_TRUE(pack.ok()) << pack.status().to_string();
+  uint64_t shard_bytes = 0;
+  for (const ShardInfo& s : (*pack)->manifest().shards) shard_bytes += s.size_bytes;
+  EXPECT_LE((*pack)->tensor_bytes(), shard_bytes);
+  EXPECT_LE((*pack)->device_bytes(), shard_bytes + 256 * (*pack)->tensor_count());
+  auto exec = Executor::create(dev(), **pack, {});
+  ASSERT_TRUE(exec.ok()) << exec.status().to_string();
+  EXPECT_EQ((*exec)->kv_dtype(), v.kv);
+  const uint64_t vocab = (*exec)->vocab_size();
+  const std::vector<Prompt> prompts = golden_prompts(v.model, vocab);
+  const nlohmann::json llamacpp_json =
+      read_json(fs::path(RDRR_FIXTURES_DIR) / v.model / "golden" / "llamacpp-q4_k_m.json");
+  std::vector<std::vector<uint32_t>> llamacpp_greedy;
+  std::vector<std::vector<double>> llamacpp_margins;
+  for (const auto& p : llamacpp_json.at("prompts")) {
+    llamacpp_greedy.push_back(p.at("greedy_token_ids").get<std::vector<uint32_t>>());
+    llamacpp_margins.push_back(p.at("greedy_top1_margin").get<std::vector<double>>());
+  }
+  const nlohmann::json& anchor = llamacpp_json.at("summary_vs_hf_f32");
+  const double llamacpp_kld = anchor.at("kld_mean_all_positions").get<double>();
+  const double llamacpp_top1 = anchor.at("top1_agreement_all_positions").get<double>();
+  double kld_sum = 0.0, kld_max = 0.0;
+  size_t rows = 0, top1 = 0, greedy_checked = 0, greedy_equal = 0;
+  for (const Prompt& p : prompts) {
+    (*exec)->reset();
+    auto pre = (*exec)->prefill(p.ids, LogitsMode::kAll);
+    ASSERT_TRUE(pre.ok()) << pre.status().to_string();
+    ASSERT_EQ(pre->logits_rows, p.ids.size());
+    for (size_t r = 0; r < p.ids.size(); ++r) {
+      const std::span<const float> ref = std::span(p.logits).subspan(r * vocab, vocab);
+      const std::span<const float> got = std::span(pre->logits).subspan(r * vocab, vocab);
+      const double k = kld(ref, got);
+      kld_sum += k;
+      kld_max = std::max(kld_max, k);
+      top1 += argmax(ref) == argmax(got);
+      ++rows;
+    }
+    EXPECT_EQ(pre->next_token, argmax(std::span(pre->logits).subspan((p.ids.size() - 1) * vocab, vocab)));
+    // Greedy continuation, compared up to the first fragile step (margin < 1e-3) of the golden: the HF
+    // float32 one, or for a GGUF pack llama.cpp's own greedy run on the same blocks. Quantized packs from
+    // HF weights are compared on the first prompt only (reported, not asserted: Q4_K_M diverges from f32).
+    const bool llamacpp = v.gguf;
+    if (v.preset != convert::Preset::kF32 && !llamacpp && &p != &prompts.front()) continue;
+    const std::vector<uint32_t>& want = llamacpp ? llamacpp_greedy[&p - prompts.data()] : p.greedy;
+    const std::vector<double>& margins = llamacpp ? llamacpp_margins[&p - prompts.data()] : p.margins;
+    std::vector<uint32_t> got{pre->next_token};
+    while (got.size() < want.size()) {
+      auto t = (*exec)->decode();
+      ASSERT_TRUE(t.ok()) << t.status().to_string();
+      got.push_back(*t);
+    }
+    size_t same = 0;
+    while (same < got.size() && got[same] == want[same]) ++same;
+    size_t fragile = 0;
+    while (fragile < margins.size() && margins[fragile] >= 1e-3) ++fragile;
+    greedy_checked += std::min(fragile, want.size());
+    greedy_equal += std::min(same, fragile);
+    if (v.preset == convert::Preset::kF32) {
+      EXPECT_GE(same, std::min(fragile, want.size())) << "greedy tokens diverge at step " << same;
+    }
+  }
+  const double kld_mean = kld_sum / double(rows);
+  const double top1_rate = double(top1) / double(rows);
+  std::printf("  %s: %zu positions, KLD mean %.3e max %.3e, top-1 %.4f (llama.cpp Q4_K_M: KLD mean %.3e, top-1 "
+              "%.4f), greedy %zu/%zu tokens equal to the %s golden before its first fragile step\n",
+              v.name, rows, kld_mean, kld_max, top1_rate, llamacpp_kld, llamacpp_top1, greedy_equal, greedy_checked,
+              v.gguf ? "llama.cpp" : "HF");
+  if (v.preset == convert::Preset::kF32) {
+    EXPECT_EQ(top1, rows);
+    EXPECT_LT(kld_mean, 1e-6);
+    EXPECT_LT(kld_max, 1e-5);
+  } else {
+    // In llama.cpp's class (golden/llamacpp-q4_k_m.json). Not closer: even on the GGUF's own blocks llama.cpp's
+    // CPU backend quantizes activations to Q8_K for its Q4_K / Q6_K dot products where we keep f32, so its
+    // greedy runs diverge from ours after a few steps (reported above, not asserted).
+    EXPECT_LT(kld_mean, 1.5 * llamacpp_kld);
+    EXPECT_GT(top1_rate, llamacpp_top1 - 0.05);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Fixtures, ExecutorGoldenTest,
+    ::testing::Values(
+        Variant{"tiny-llama", convert::Preset::kF32, quant::Layout::kColumnWise, quant::DType::kF32, "llama_f32"},
+        Variant{"tiny-qwen2", convert::Preset::kF32, quant::Layout::kColumnWise, quant::DType::kF32, "qwen2_f32"},
+        Variant{"tiny-gemma3", convert::Preset::kF32, quant::Layout::kColumnWise, quant::DType::kF32, "gemma3_f32"},
+        Variant{"tiny-llama", convert::Preset::kQ4_K_M, quant::Layout::kColumnWise, quant::DType::kF16, "llama_q4km_col"},
+        Variant{"tiny-llama", convert::Preset::kQ4_K_M, quant::Layout::kRowWise, quant::DType::kF16, "llama_q4km_row"},
+        Variant{"tiny-qwen2", convert::Preset::kQ4_K_M, quant::Layout::kColumnWise, quant::DType::kF16, "qwen2_q4km_col"},
+        Variant{"tiny-qwen2", convert::Preset::kQ4_K_M, quant::Layout::kRowWise, quant::DType::kF16, "qwen2_q4km_row"},
+        Variant{"tiny-gemma3", convert::Preset::kQ4_K_M, quant::Layout::kColumnWise, quant::DType::kF16, "gemma3_q4km_col"},
+        Variant{"tiny-gemma3", convert::Preset::kQ4_K_M, quant::Layout::kRowWise, quant::DType::kF16, "gemma3_q4km_row"},
+        Variant{"tiny-llama", convert::Preset::kQ4_K_M, quant::Layout::kRowWise, quant::DType::kF32, "llama_gguf_q4km", true},
+        Variant{"tiny-gemma3", convert::Preset::kQ4_K_M, quant::Layout::kRowWise, quant::DType::kF32, "gemma3_gguf_q4km",
+                true}),
+    [](const ::testing::TestParamInfo<Variant>& i) { return std::string(i.param.name); });
+
+class ExecutorFailClosedTest : public runtime::testing::VulkanTest {
+ protected:
+  const Variant kVariant{"tiny-qwen2", convert::Preset::kQ4_K_M, quant::Layout::kColumnWise, quant::DType::kF16,
+                         "qwen2_q4km_col"};
+  // Loads the variant's pack with `edit` applied to its manifest in memory, then creates an executor.
+  template <typename Edit>
+  Status create_with(Edit edit) {
+    auto dir = pack_for(kVariant);
+    if (!dir.ok()) return dir.status();
+    auto m = read_manifest_file(*dir);
+    if (!m.ok()) return m.status();
+    edit(*m);
+    runtime::PackLoadOptions o;
+    o.manifest = *m;
+    auto pack = Pack::load(dev(), *dir, o);
+    if (!pack.ok()) return pack.status();
+    return Executor::create(dev(), **pack, {}).status();
+  }
+};
+
+TEST_F(ExecutorFailClosedTest, TamperedDigestNamesStepKernelDigestsAndTheFix) {
+  std::string pinned;
+  const Status s = create_with([&](Manifest& m) {
+    KernelSpec& k = m.inference.execution->kernels.at("add_bias");
+    pinned = k.digest;
+    k.digest = "sha256:" + std::string(64, 'a');
+  });
+  ASSERT_EQ(s.code(), StatusCode::kIntegrity) << s.to_string();
+  for (const std::string& frag : {std::string("add_bias"), std::string("q_bias"), "sha256:" + std::string(64, 'a'),
+                                 pinned, std::string("rdrr-digests repin")}) {
+    EXPECT_NE(s.message().find(frag), std::string::npos) << "missing '" << frag << "' in: " << s.message();
+  }
+}
+
+TEST_F(ExecutorFailClosedTest, UnknownOpIsRejected) {
+  const Status s = create_with([](Manifest& m) {
+    std::get<ExecStep>(m.inference.execution->decode.front()).op = "frobnicate";
+  });
+  EXPECT_EQ(s.code(), StatusCode::kUnsupported) << s.to_string();
+  EXPECT_NE(s.message().find("frobnicate"), std::string::npos) << s.message();
+}
+
+TEST_F(ExecutorFailClosedTest, MissingWeightIsRejected) {
+  const Status s = create_with([](Manifest& m) {
+    for (LayerEntry& e : m.inference.execution->prefill) {
+      if (auto* st = std::get_if<ExecStep>(&e); st != nullptr && st->op == "o_proj") {
+        st->weight_ref = "model.layers.{L}.self_attn.out_proj.weight";
+      }
+    }
+  });
+  EXPECT_EQ(s.code(), StatusCode::kValidation) << s.to_string();
+  EXPECT_NE(s.message().find("model.layers.0.self_attn.out_proj.weight"), std::string::npos) << s.message();
+}
+
+TEST_F(ExecutorFailClosedTest, KernelMissingFromTheGraphIsRejected) {
+  // gemv_reduce is a companion of gemv_q4_k_col_split: without it the graph does not pin every kernel the
+  // runtime may dispatch.
+  const Status s = create_with([](Manifest& m) { m.inference.execution->kernels.erase("gemv_reduce"); });
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("gemv_reduce"), std::string::npos) << s.message();
+}
+
+TEST_F(ExecutorFailClosedTest, GenerateIsDeterministicAndSamplingIsSeeded) {
+  auto dir = pack_for(kVariant);
+  ASSERT_TRUE(dir.ok()) << dir.status().to_string();
+  auto pack = Pack::load(dev(), *dir);
+  ASSERT_TRUE(pack.ok()) << pack.status().to_string();
+  runtime::ExecutorOptions eo;
+  eo.context_length = 64;
+  eo.max_batch_tokens = 5;  // the 12-token prompt runs as 3 prefill submits
+  eo.profile = true;
+  auto exec = Executor::create(dev(), **pack, eo);
+  ASSERT_TRUE(exec.ok()) << exec.status().to_string();
+  const std::vector<uint32_t> prompt = golden_prompts(kVariant.model, (*exec)->vocab_size()).front().ids;
+  auto a = (*exec)->generate(prompt, 8);
+  ASSERT_TRUE(a.ok()) << a.status().to_string();
+  auto b = (*exec)->generate(prompt, 8);
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(*a, *b);
+  const runtime::SampleOptions hot{1.0f, 40, 7};
+  auto c = (*exec)->generate(prompt, 8, hot);
+  auto d = (*exec)->generate(prompt, 8, hot);
+  ASSERT_TRUE(c.ok() && d.ok());
+  EXPECT_EQ(*c, *d);
+  EXPECT_FALSE((*exec)->op_timings().empty());
+  EXPECT_EQ((*exec)->position(), prompt.size() + 7);
+  // Past the context length.
+  std::vector<uint32_t> longp(65, 5);
+  auto e = (*exec)->generate(longp, 1);
+  EXPECT_EQ(e.status().code(), StatusCode::kInvalidArgument);
+}
+
+// rdrr-run end to end: generated ids on stdout, --logits file, exit code of a pack with a stale pin.
+TEST_F(ExecutorFailClosedTest, RdrrRunPrintsTokensWritesLogitsAndFailsClosed) {
+  auto dir = pack_for(kVariant);
+  ASSERT_TRUE(dir.ok()) << dir.status().to_string();
+  auto pack = Pack::load(dev(), *dir);
+  ASSERT_TRUE(pack.ok());
+  auto exec = Executor::create(dev(), **pack, {});
+  ASSERT_TRUE(exec.ok());
+  const std::vector<uint32_t> prompt = golden_prompts(kVariant.model, (*exec)->vocab_size()).front().ids;
+  auto want = (*exec)->generate(prompt, 6);
+  ASSERT_TRUE(want.ok());
+  (*exec)->reset();
+  auto pre = (*exec)->prefill(prompt, LogitsMode::kAll);
+  ASSERT_TRUE(pre.ok());
+  std::string ids, want_line;
+  for (uint32_t t : prompt) ids += (ids.empty() ? "" : ",") + std::to_string(t);
+  for (uint32_t t : *want) want_line += (want_line.empty() ? "" : " ") + std::to_string(t);
+  const fs::path logits = scratch_root() / "run_logits.f32";
+  const fs::path out = scratch_root() / "run_stdout.txt";
+  const std::string cmd = std::string(RDRR_RUN_BIN) + " " + dir->string() + " --tokens " + ids + " -n 6 --logits " +
+                          logits.string() + " --profile > " + out.string() + " 2>/dev/null";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  std::ifstream o(out);
+  std::string first_line;
+  std::getline(o, first_line);
+  EXPECT_EQ(first_line, want_line);
+  ASSERT_EQ(fs::file_size(logits), pre->logits.size() * 4);
+  std::vector<float> got(pre->logits.size());
+  std::ifstream lf(logits, std::ios::binary);
+  lf.read(reinterpret_cast<char*>(got.data()), static_cast<std::streamsize>(got.size() * 4));
+  EXPECT_EQ(got, pre->logits);
+  // A stale pin: exit code 8 (integrity), the fix named on stderr.
+  const fs::path stale = scratch_root() / "stale_pack";
+  fs::remove_all(stale);
+  fs::copy(*dir, stale, fs::copy_options::recursive);
+  auto m = read_manifest_file(stale);
+  ASSERT_TRUE(m.ok());
+  m->inference.execution->kernels.at("rms_norm").digest = "sha256:" + std::string(64, 'b');
+  std::ofstream(stale / "manifest.json", std::ios::binary | std::ios::trunc) << serialize_manifest(*m);
+  const std::string bad = std::string(RDRR_RUN_BIN) + " " + stale.string() + " --tokens 1,2 -n 1 > " + out.string() +
+                          " 2>&1";
+  const int rc = std::system(bad.c_str());
+  EXPECT_EQ(WEXITSTATUS(rc), 8);
+  std::ifstream e(out);
+  const std::string err((std::istreambuf_iterator<char>(e)), std::istreambuf_iterator<char>());
+  EXPECT_NE(err.find("rdrr-digests repin"), std::string::npos) << err;
+}
+
+}  // namespace
+}  // namespace rdrr

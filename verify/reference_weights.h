@@ -1,0 +1,47 @@
+// Where the CPU reference reads its weights from: an HF SafeTensors folder, an RDRR pack (every tensor
+// decoded through quant/), or any converter input seen through convert::SourceModel (GGUF: names mapped to
+// HF, q/k rows un-permuted, any GGUF block type decoded). Each source answers by canonical HF tensor name
+// and returns float32 values in the logical row-major order of the tensor's HF shape.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "convert/safetensors.h"
+#include "convert/source.h"
+#include "quant/status.h"
+#include "rdrr/manifest.h"
+#include "rdrr/shard_reader.h"
+
+namespace rdrr::verify {
+
+class ReferenceWeights {
+ public:
+  virtual ~ReferenceWeights() = default;
+  virtual bool has(const std::string& name) const = 0;
+  // Logical shape. kNotFound (naming the tensor and the source) when absent.
+  virtual Result<std::vector<int64_t>> shape(const std::string& name) const = 0;
+  // Float32 values, row-major over shape(name).
+  virtual Result<std::vector<float>> read_f32(const std::string& name) const = 0;
+  // Where the expected shapes come from, for messages: "config.json", "the manifest", ...
+  virtual std::string config_origin() const = 0;
+};
+
+// Views `st` (which must outlive the result).
+std::unique_ptr<ReferenceWeights> safetensors_weights(const convert::SafeTensorsModel& st);
+
+// Views a pack: `manifest` and `reader` must outlive the result.
+std::unique_ptr<ReferenceWeights> pack_weights(const Manifest& manifest, const ShardReader& reader);
+
+// Views a source model (`source` must outlive the result).
+std::unique_ptr<ReferenceWeights> source_weights(const convert::SourceModel& source);
+
+// A ModelConfig (what the reference reads) from a manifest's architecture, inference and tokenizer; tied
+// embeddings from inference.output.tieWordEmbeddings. The pack's values are already resolved.
+convert::ModelConfig model_config_from_manifest(const Manifest& manifest);
+
+}  // namespace rdrr::verify
