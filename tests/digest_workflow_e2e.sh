@@ -58,4 +58,13 @@ before="$(sha256sum "$tmp"/packs/*/manifest.json)"
 grep -q "kernelRepins" "$tmp/packs/llama-q8_0/manifest.json" || fail "repin did not record the event in the provenance"
 "$bin/rdrr-batch" "$tmp/jobs.txt" --work-dir "$tmp/work" --verify-only > "$tmp/batch2.txt" || { cat "$tmp/batch2.txt"; fail "re-verification failed"; }
 [ "$(grep -c verified "$tmp/batch2.txt")" -eq 2 ] || { cat "$tmp/batch2.txt"; fail "expected 2 verified packs"; }
-echo "digest_workflow_e2e: check failed on the edit, sync fixed it; 2 stale packs repinned and re-verified"
+
+# 5. Ship a pack as one file: rdrr-pack, then every reader takes the archive where it takes a folder.
+"$bin/rdrr-pack" "$tmp/packs/llama-q8_0" "$tmp/llama-q8_0.rdrr.tar.zst" > /dev/null
+"$bin/rdrr-pack" "$tmp/packs/llama-q8_0" "$tmp/again.rdrr.tar.zst" > /dev/null
+cmp -s "$tmp/llama-q8_0.rdrr.tar.zst" "$tmp/again.rdrr.tar.zst" || fail "rdrr-pack is not reproducible"
+"$bin/rdrr-verify" "$tmp/llama-q8_0.rdrr.tar.zst" > "$tmp/verify_archive.txt" 2>&1 || { cat "$tmp/verify_archive.txt"; fail "rdrr-verify failed on the archive"; }
+"$bin/rdrr-inspect" "$tmp/llama-q8_0.rdrr.tar.zst" > "$tmp/inspect.txt" || fail "rdrr-inspect failed on the archive"
+grep -q "model.embed_tokens.weight" "$tmp/inspect.txt" || fail "rdrr-inspect's summary of the archive lacks the embedding"
+"$bin/rdrr-run" "$tmp/llama-q8_0.rdrr.tar.zst" --tokens 1,2,3 -n 2 > "$tmp/run_archive.txt" 2>&1 || { cat "$tmp/run_archive.txt"; fail "rdrr-run failed on the archive"; }
+echo "digest_workflow_e2e: check failed on the edit, sync fixed it; 2 stale packs repinned and re-verified; archive read by verify/inspect/run"

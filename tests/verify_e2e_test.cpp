@@ -392,6 +392,27 @@ TEST(VerifyGguf, PassThroughPackMatchesTheSourceGolden) {
   EXPECT_EQ(gate(r, 6).metrics.value("top1_agreement", 0.0), 1.0);
 }
 
+// With a bundled tokenizer the golden prompts are real text: stored with the ids, and the ids are what the
+// pack's tokenizer gives for that text (checked independently in tokenizer/ against the HF fixture ids).
+TEST(GoldenWriter, PromptsComeFromTextThroughThePacksTokenizer) {
+  for (const char* model : {"tiny-llama", "tiny-qwen2", "tiny-gemma3"}) {
+    const fs::path& pack = converted(make_case(model, convert::Preset::kQ8_0));
+    Result<Manifest> m = read_manifest_file(pack);
+    ASSERT_TRUE(m.ok()) << m.status().to_string();
+    Result<GoldenSet> g = read_golden(*m, pack);
+    ASSERT_TRUE(g.ok()) << g.status().to_string();
+    ASSERT_EQ(g->prompts.size(), 3u);
+    for (size_t i = 0; i < g->prompts.size(); ++i) {
+      const GoldenPrompt& p = g->prompts[i];
+      EXPECT_EQ(p.text, golden_prompt_texts()[i]) << model << " prompt " << i;
+      ASSERT_FALSE(p.token_ids.empty());
+      if (m->tokenizer.add_bos_token && m->tokenizer.bos_token_id) {
+        EXPECT_EQ(static_cast<uint64_t>(p.token_ids.front()), *m->tokenizer.bos_token_id) << model;
+      }
+    }
+  }
+}
+
 TEST(GoldenWriter, SkipsWithAWarningWhenTheReferenceWouldNotFitInMemory) {
   convert::ConvertOptions o;
   o.src = kFixtures / "tiny-llama" / "hf";

@@ -9,6 +9,7 @@
 #include "rdrr/file_io.h"
 #include "rdrr/manifest_json.h"
 #include "tools/exit_codes.h"
+#include "rdrr/archive.h"
 #include "tools/pack_inspect.h"
 
 namespace {
@@ -27,7 +28,7 @@ int main(int argc, char** argv) {
   std::string tensor;
   std::string dequantize;
   bool json = false;
-  app.add_option("PACK", pack, "pack directory")->required();
+  app.add_option("PACK", pack, "pack directory or .rdrr.tar.zst")->required();
   app.add_flag("--json", json, "print the summary as JSON");
   app.add_option("--tensor", tensor, "tensor name (with --dequantize)");
   app.add_option("--dequantize", dequantize, "write --tensor decoded to raw little-endian f32 [N, K] row-major");
@@ -40,6 +41,10 @@ int main(int argc, char** argv) {
     return fail(rdrr::error(rdrr::StatusCode::kInvalidArgument, "--tensor and --dequantize go together"));
   }
 
+  // A pack shipped as one .rdrr.tar.zst (rdrr-pack) is extracted to a private temp folder first.
+  rdrr::Result<rdrr::PackLocation> loc = rdrr::locate_pack(pack);
+  if (!loc.ok()) return fail(loc.status());
+  pack = loc->dir.string();
   rdrr::Result<rdrr::Manifest> m = rdrr::read_manifest_file(pack);
   if (!m.ok()) return fail(m.status());
   if (!tensor.empty()) {

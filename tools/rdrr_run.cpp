@@ -23,6 +23,7 @@
 #include "runtime/device.h"
 #include "runtime/executor.h"
 #include "runtime/pack.h"
+#include "rdrr/archive.h"
 #include "tools/exit_codes.h"
 #include "tools/text_generation.h"
 
@@ -171,7 +172,7 @@ int run(const Args& a) {
 int main(int argc, char** argv) {
   CLI::App app{"rdrr-run: run an RDRR pack on a Vulkan device (token ids or text in, token ids or text out)"};
   Args a;
-  app.add_option("pack", a.pack, "pack folder")->required();
+  app.add_option("pack", a.pack, "pack folder or .rdrr.tar.zst")->required();
   auto* tokens = app.add_option("--tokens", a.tokens, "prompt token ids, comma-separated");
   auto* prompt = app.add_option("--prompt", a.prompt, "prompt text (encoded with the pack's tokenizer; text out)");
   tokens->excludes(prompt);
@@ -194,5 +195,12 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? rdrr::tools::kExitOk : rdrr::tools::kExitUsage;
   }
+  // A pack shipped as one .rdrr.tar.zst (rdrr-pack) is extracted to a private temp folder first.
+  rdrr::Result<rdrr::PackLocation> loc = rdrr::locate_pack(a.pack);
+  if (!loc.ok()) {
+    std::fprintf(stderr, "rdrr-run: %s\n", loc.status().to_string().c_str());
+    return rdrr::tools::exit_code_for(loc.status().code());
+  }
+  a.pack = loc->dir.string();
   return run(a);
 }

@@ -7,6 +7,7 @@
 #include <iostream>
 #include <string>
 
+#include "rdrr/archive.h"
 #include "tools/exit_codes.h"
 #include "verify/gates.h"
 
@@ -23,7 +24,7 @@ int main(int argc, char** argv) {
   std::string pack, golden, json_path, thresholds, device;
   bool skip_gpu = false;
   bool quiet = false;
-  app.add_option("PACK", pack, "pack directory")->required();
+  app.add_option("PACK", pack, "pack directory or .rdrr.tar.zst")->required();
   app.add_option("--golden", golden, "also compare with a tiny-fixture-golden/v1 JSON (e.g. HF logits)");
   app.add_option("--json", json_path, "write the JSON report to this file ('-': stdout)");
   app.add_option("--thresholds", thresholds, "JSON file overriding the default bounds (verify/README.md)");
@@ -35,8 +36,14 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : rdrr::tools::kExitUsage;
   }
+  // A pack shipped as one .rdrr.tar.zst (rdrr-pack) is extracted to a private temp folder first.
+  rdrr::Result<rdrr::PackLocation> loc = rdrr::locate_pack(pack);
+  if (!loc.ok()) {
+    std::cerr << "rdrr-verify: " << loc.status().to_string() << "\n";
+    return rdrr::tools::exit_code_for(loc.status().code());
+  }
   rdrr::verify::VerifyOptions o;
-  o.pack = pack;
+  o.pack = loc->dir;
   if (!golden.empty()) o.external_golden = golden;
   o.skip_gpu = skip_gpu;
   o.device_spec = device;

@@ -15,10 +15,12 @@ Thresholds default_thresholds() {
   Thresholds t;
   // Measured on the fixture models with the golden prompts and the HF prompts (verify/README.md "Bounds"),
   // with head room; an 8B model quantizes far better than these tiny ones.
-  // Fixtures, golden prompts (random token ids, so flat distributions, 64 positions): Q8_0 KLD <= 0.0016,
-  // top-1 >= 0.95; Q4_K / Q4_K_M KLD 0.039-0.19, top-1 0.61-0.83 (HF prompts: KLD 0.024-0.057, top-1 0.89-0.93).
+  // Fixtures, golden prompts from text (the pack's tokenizer, 86 positions): Q4_K_M KLD 0.032-0.078, top-1
+  // 0.76-0.87; random token-id prompts (packs without a readable tokenizer, flat distributions): Q8_0 KLD
+  // <= 0.0016, top-1 >= 0.95; Q4_K / Q4_K_M KLD 0.039-0.19, top-1 0.61-0.83 (HF prompts: KLD 0.024-0.057,
+  // top-1 0.89-0.93).
   t.quality = {{"F32", {1e-4, 0.98}},  {"F16", {1e-3, 0.95}}, {"BF16", {5e-3, 0.90}},
-               {"Q8_0", {0.01, 0.90}}, {"Q4_K", {0.3, 0.5}},  {"Q4_K_M", {0.3, 0.5}}};
+               {"Q8_0", {0.01, 0.90}}, {"Q4_K", {0.2, 0.6}},   {"Q4_K_M", {0.2, 0.6}}};
   return t;
 }
 

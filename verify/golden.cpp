@@ -120,6 +120,10 @@ Result<GoldenRun> read_run(const ReadCtx& c, const json& j, size_t positions, co
 
 Result<GoldenPrompt> read_prompt(const ReadCtx& c, const json& j, const std::string& where) {
   GoldenPrompt p;
+  if (j.contains("text")) {
+    if (!j["text"].is_string()) return error(StatusCode::kSchema, where + ".text: expected a string");
+    p.text = j["text"].get<std::string>();
+  }
   RDRR_ASSIGN_OR_RETURN(p.token_ids, get<std::vector<int32_t>>(j, "tokenIds", where));
   RDRR_ASSIGN_OR_RETURN(p.positions, get<std::vector<uint32_t>>(j, "positions", where));
   if (p.token_ids.empty() || p.positions.empty()) return error(StatusCode::kValidation, where + ": empty prompt");
@@ -167,6 +171,20 @@ Result<std::vector<std::vector<int32_t>>> golden_prompts(const Manifest& m, cons
     out.push_back(std::move(ids));
   }
   return out;
+}
+
+std::span<const std::string_view> golden_prompt_texts() {
+  static constexpr std::string_view kTexts[] = {
+      "The capital of France is",
+      "Once upon a time, in a small village by the sea, there lived",
+      "def fibonacci(n):\n    if n < 2:\n        return n\n",
+      "Question: Why is the sky blue? Answer:",
+      "Le chat est assis sur le",
+      "1, 2, 3, 5, 8, 13,",
+      "The three primary colors are",
+      "In 1969, the first humans to walk on the Moon were",
+  };
+  return kTexts;
 }
 
 GoldenStorage choose_golden_storage(uint64_t vocab, const std::vector<size_t>& lengths, uint64_t budget_bytes) {
@@ -231,10 +249,12 @@ Result<std::vector<GoldenBlob>> encode_golden(const GoldenSet& g) {
     const std::string pack_file = logits_file_name("pack", i, g.value_type);
     blobs.push_back({src_file, std::string(kGoldenKindLogits), zstd_compress(encode_values(p.source.logits, g.value_type))});
     blobs.push_back({pack_file, std::string(kGoldenKindLogits), zstd_compress(encode_values(p.pack.logits, g.value_type))});
-    prompts.push_back({{"tokenIds", p.token_ids},
-                       {"positions", p.positions},
-                       {"source", run_json(p.source, src_file)},
-                       {"pack", run_json(p.pack, pack_file)}});
+    json pj = {{"tokenIds", p.token_ids},
+               {"positions", p.positions},
+               {"source", run_json(p.source, src_file)},
+               {"pack", run_json(p.pack, pack_file)}};
+    if (!p.text.empty()) pj["text"] = p.text;
+    prompts.push_back(std::move(pj));
   }
   const json index = {
       {"format", kGoldenFormat},

@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -56,6 +57,7 @@ struct GoldenRun {
 };
 
 struct GoldenPrompt {
+  std::string text;  // the prompt text when it came from the pack's tokenizer ("" for token-id prompts)
   std::vector<int32_t> token_ids;
   std::vector<uint32_t> positions;  // stored prompt positions, ascending
   GoldenRun source, pack;
@@ -78,6 +80,11 @@ struct GoldenSet {
 // from a fixed-seed SplitMix64 stream per prompt, skipping the BOS/EOS/pad ids; the first token is the
 // BOS id when the tokenizer adds one. Errors: kInvalidArgument (vocab too small, tokens_per_prompt 0).
 Result<std::vector<std::vector<int32_t>>> golden_prompts(const Manifest& m, const GoldenOptions& options);
+
+// The built-in golden prompt texts (English prose, a question, code, French, numbers), used in order when
+// the pack's tokenizer loads: each is encoded with the tokenizer's special tokens (BOS) and cut to
+// max(options.tokens_per_prompt, 32) tokens (a cut prompt keeps no text).
+std::span<const std::string_view> golden_prompt_texts();
 
 // The stored positions and value type: f32 while the logits of both references fit the budget, else f16;
 // then only the last k positions of each prompt, k as large as fits (>= 1).

@@ -3,11 +3,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <optional>
+#include <string>
 #include <cstdint>
 #include <span>
 #include <utility>
 #include <vector>
 
+#include "tokenizer/tokenizer.h"
 #include "verify/reference_model.h"
 
 namespace rdrr::verify {
@@ -45,6 +48,37 @@ Result<std::vector<GoldenRun>> run_reference(const ReferenceModel& model, const 
   return runs;
 }
 
+constexpr size_t kMaxTextPromptTokens = 32;
+
+// Prompts from the built-in texts through the pack's tokenizer; nullopt (token-id prompts) when the pack has
+// no tokenizer this build reads.
+std::optional<std::pair<std::vector<std::vector<int32_t>>, std::vector<std::string>>> text_prompts(
+    const GoldenInputs& in) {
+  const Manifest& m = *in.manifest;
+  Result<std::unique_ptr<tok::Tokenizer>> t = tok::load_tokenizer(in.pack_dir, &m.tokenizer);
+  if (!t.ok()) return std::nullopt;
+  std::vector<std::vector<int32_t>> ids;
+  std::vector<std::string> texts;
+  const auto all = golden_prompt_texts();
+  for (size_t i = 0; i < in.options.prompts; ++i) {
+    const std::string_view text = all[i % all.size()];
+    Result<std::vector<tok::TokenId>> enc = (*t)->encode(text);
+    if (!enc.ok() || enc->empty()) return std::nullopt;
+    std::vector<int32_t> p;
+    for (tok::TokenId id : *enc) {
+      if (id < 0 || static_cast<uint64_t>(id) >= m.architecture.vocab_size) return std::nullopt;
+      p.push_back(id);
+    }
+    // Text prompts may run to 32 tokens (small vocabularies spend several tokens per word).
+    const size_t cap = std::max<size_t>(in.options.tokens_per_prompt, kMaxTextPromptTokens);
+    const bool cut = p.size() > cap;
+    if (cut) p.resize(cap);
+    ids.push_back(std::move(p));
+    texts.push_back(cut ? std::string() : std::string(text));
+  }
+  return std::make_pair(std::move(ids), std::move(texts));
+}
+
 Result<ReferenceModel> load_source(const GoldenInputs& in) {
   return ReferenceModel::load_source(in.src).context("source " + in.src.string());
 }
@@ -55,7 +89,13 @@ Result<GoldenSet> generate_golden(const GoldenInputs& in) {
   const Manifest& m = *in.manifest;
   const GoldenOptions& o = in.options;
   Plan plan;
-  RDRR_ASSIGN_OR_RETURN(plan.prompts, golden_prompts(m, o));
+  std::vector<std::string> texts;
+  if (auto tp = text_prompts(in)) {
+    plan.prompts = std::move(tp->first);
+    texts = std::move(tp->second);
+  } else {
+    RDRR_ASSIGN_OR_RETURN(plan.prompts, golden_prompts(m, o));
+  }
   std::vector<size_t> lengths;
   for (const auto& p : plan.prompts) lengths.push_back(p.size());
   plan.storage = choose_golden_storage(m.architecture.vocab_size, lengths, o.budget_bytes);
@@ -77,8 +117,8 @@ Result<GoldenSet> generate_golden(const GoldenInputs& in) {
     RDRR_ASSIGN_OR_RETURN(pack_runs, run_reference(pack, plan, g.vocab_size, "pack reference"));
   }
   for (size_t i = 0; i < plan.prompts.size(); ++i) {
-    g.prompts.push_back({std::move(plan.prompts[i]), std::move(plan.storage.positions[i]), std::move(source_runs[i]),
-                         std::move(pack_runs[i])});
+    g.prompts.push_back({i < texts.size() ? texts[i] : std::string(), std::move(plan.prompts[i]),
+                         std::move(plan.storage.positions[i]), std::move(source_runs[i]), std::move(pack_runs[i])});
   }
   return g;
 }
