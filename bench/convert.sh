@@ -72,8 +72,9 @@ field() { sed -n "s/^[[:space:]]*$1: //p" "$2" | head -n 1; }
 run() {
   local n="$1" out="$out_root/pack-t$1" tv="$work/time-t$1.txt" log="$work/convert-t$1.log" rc=0
   echo "convert.sh: rdrr-convert at $n thread(s) -> $out" >&2
+  # Goldens (the CPU reference forward pass) are measured separately: this times the conversion itself.
   /usr/bin/time -v -o "$tv" "$convert" "$model" "$out" --quantize q4_k_m --q4k-layout column_wise \
-    --threads "$n" --force >"$log" 2>&1 || rc=$?
+    --threads "$n" --force --golden-prompts "${GOLDEN_PROMPTS:-none}" >"$log" 2>&1 || rc=$?
   if [ "$rc" -ne 0 ]; then echo "convert.sh: exit $rc; last lines of $log:" >&2; tail -n 20 "$log" >&2; fi
   local wall user sys rss_kb
   wall="$(to_seconds "$(field 'Elapsed (wall clock) time (h:mm:ss or m:ss)' "$tv")")"

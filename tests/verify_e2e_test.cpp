@@ -64,7 +64,7 @@ struct Case {
   quant::Layout layout = quant::Layout::kColumnWise;
   std::vector<std::string> tensor_types;
   std::string tag;  // pack folder name suffix
-  bool vulkan = true;  // also verify on Vulkan (the f32 and q4_k_m packs; the others on the CPU only)
+  bool vulkan = true;  // also verify on Vulkan (not only the CPU gates)
 };
 
 Case make_case(std::string model, convert::Preset preset, std::vector<std::string> tensor_types = {},
@@ -75,11 +75,6 @@ Case make_case(std::string model, convert::Preset preset, std::vector<std::strin
 std::string case_name(const Case& c) {
   return c.model + "-" + std::string(convert::preset_name(c.preset)) + "-" + std::string(quant::layout_name(c.layout)) +
          c.tag;
-}
-
-Case cpu_only(Case c) {
-  c.vulkan = false;
-  return c;
 }
 
 void PrintTo(const Case& c, std::ostream* os) { *os << case_name(c); }
@@ -188,15 +183,24 @@ std::string param_name(const ::testing::TestParamInfo<Case>& i) {
   return n;
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Fixtures, VerifyPasses,
-    ::testing::Values(make_case("tiny-llama", convert::Preset::kF32), make_case("tiny-qwen2", convert::Preset::kF32),
-                      make_case("tiny-gemma3", convert::Preset::kF32), make_case("tiny-llama", convert::Preset::kQ4_K_M),
-                      make_case("tiny-qwen2", convert::Preset::kQ4_K_M), make_case("tiny-gemma3", convert::Preset::kQ4_K_M),
-                      cpu_only(make_case("tiny-llama", convert::Preset::kQ4_K, {}, "", quant::Layout::kRowWise)),
-                      cpu_only(make_case("tiny-qwen2", convert::Preset::kQ8_0)),
-                      cpu_only(make_case("tiny-gemma3", convert::Preset::kF16))),
-    param_name);
+// Every fixture x every preset that has kernels (bf16 has none and is refused by the converter) x every
+// Q4_K layout, all on the CPU and on Vulkan (lavapipe in CI).
+std::vector<Case> all_cases() {
+  std::vector<Case> out;
+  for (const char* model : {"tiny-llama", "tiny-qwen2", "tiny-gemma3"}) {
+    for (convert::Preset p : {convert::Preset::kF32, convert::Preset::kF16, convert::Preset::kQ8_0}) {
+      out.push_back(make_case(model, p));
+    }
+    for (convert::Preset p : {convert::Preset::kQ4_K, convert::Preset::kQ4_K_M}) {
+      out.push_back(make_case(model, p));  // column_wise
+      out.push_back(make_case(model, p, {}, "", quant::Layout::kRowWise));
+    }
+    out.push_back(make_case(model, convert::Preset::kQ4_K_M, {}, "", quant::Layout::kFlat));
+  }
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, VerifyPasses, ::testing::ValuesIn(all_cases()), param_name);
 
 // The acceptance bound: on the HF prompts the q4_k_m pack does at least as well as llama.cpp's Q4_K_M
 // GGUF (fixtures/NAME/golden/llamacpp-q4_k_m.json), measured on the CPU reference of the pack.
