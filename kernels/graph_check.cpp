@@ -9,6 +9,7 @@
 
 #include "kernels/digest_table.h"
 #include "kernels/graph_ops.h"
+#include "rdrr/layer_ref.h"
 #include "kernels/registry.h"
 
 namespace rdrr::kernels {
@@ -56,19 +57,6 @@ std::string q(std::string_view s) {
 std::string lower(std::string_view s) {
   std::string out(s);
   for (char& c : out) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
-  return out;
-}
-
-std::string substitute_layer(std::string_view ref, uint32_t layer) {
-  static constexpr std::string_view kToken = "{L}";
-  std::string out;
-  size_t at = 0;
-  for (size_t pos = ref.find(kToken); pos != std::string_view::npos; pos = ref.find(kToken, at)) {
-    out.append(ref.substr(at, pos - at));
-    out += std::to_string(layer);
-    at = pos + kToken.size();
-  }
-  out.append(ref.substr(at));
   return out;
 }
 

@@ -11,14 +11,13 @@
 #include "kernels/graph_ops.h"
 #include "kernels/registry.h"
 #include "quant/blocks.h"
+#include "rdrr/layer_ref.h"
 
 namespace rdrr::kernels {
 namespace {
 
 using quant::DType;
 using quant::Layout;
-
-constexpr std::string_view kLayerTemplate = "{L}";
 
 enum class Pass : uint8_t { kPrefill, kDecode };
 
@@ -34,7 +33,7 @@ struct Planner {
     return "model.layers." + std::to_string(layer) + "." + std::string(suffix);
   }
   static std::string templ(std::string_view suffix) {
-    return "model.layers." + std::string(kLayerTemplate) + "." + std::string(suffix);
+    return "model.layers." + std::string(kLayerToken) + "." + std::string(suffix);
   }
   bool has(std::string_view name) const { return find_tensor(m, name) != nullptr; }
 

@@ -4,15 +4,31 @@
 #include <string>
 #include <unordered_set>
 
+#include "rdrr/layer_ref.h"
 #include "rdrr/validate_internal.h"
 #include "rdrr/validate_util.h"
+
+namespace rdrr {
+
+std::string substitute_layer(std::string_view ref, uint32_t layer) {
+  std::string out;
+  size_t at = 0;
+  for (size_t pos = ref.find(kLayerToken); pos != std::string_view::npos; pos = ref.find(kLayerToken, at)) {
+    out.append(ref.substr(at, pos - at));
+    out += std::to_string(layer);
+    at = pos + kLayerToken.size();
+  }
+  out.append(ref.substr(at));
+  return out;
+}
+
+}  // namespace rdrr
 
 namespace rdrr::internal {
 namespace {
 
 using vutil::quote;
 
-constexpr std::string_view kLayerToken = "{L}";
 
 Status invalid(std::string msg) { return error(StatusCode::kValidation, std::move(msg)); }
 
@@ -36,18 +52,6 @@ Status validate_kernel(const std::string& key, const KernelSpec& k) {
     RDRR_RETURN_IF_ERROR(vutil::check_identifier(field + ".precision." + name, value, 64, true, "_"));
   }
   return Status::Ok();
-}
-
-std::string substitute_layer(std::string_view ref, uint32_t layer) {
-  std::string out;
-  size_t at = 0;
-  for (size_t pos = ref.find(kLayerToken); pos != std::string_view::npos; pos = ref.find(kLayerToken, at)) {
-    out.append(ref.substr(at, pos - at));
-    out += std::to_string(layer);
-    at = pos + kLayerToken.size();
-  }
-  out.append(ref.substr(at));
-  return out;
 }
 
 struct StepContext {

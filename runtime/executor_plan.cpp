@@ -9,6 +9,7 @@
 #include "kernels/graph_ops.h"
 #include "runtime/executor_plan.h"
 #include "runtime/ops.h"
+#include "rdrr/layer_ref.h"
 
 namespace rdrr::runtime::exec_detail {
 namespace {
@@ -64,18 +65,6 @@ const OpSpec* find_op(std::string_view op) {
     if (s.op == op) return &s;
   }
   return nullptr;
-}
-
-std::string substitute_layer(std::string_view ref, uint32_t layer) {
-  std::string out;
-  size_t at = 0;
-  for (size_t pos = ref.find("{L}"); pos != std::string_view::npos; pos = ref.find("{L}", at)) {
-    out.append(ref.substr(at, pos - at));
-    out += std::to_string(layer);
-    at = pos + 3;
-  }
-  out.append(ref.substr(at));
-  return out;
 }
 
 Status fail(StatusCode code, const std::string& where, const ExecStep& s, const std::string& what) {
