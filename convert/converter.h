@@ -10,6 +10,7 @@
 // timestamp, so the same input and options give the same pack.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -63,6 +64,27 @@ struct GoldenOutput {
 };
 using GoldenWriter = std::function<Result<GoldenOutput>(const GoldenContext&)>;
 
+// Calibration hook (GPTQ, quant/gptq.h): called after planning (before anything is written) when some Q4_K
+// matrix of a layer can use it. It runs the source model on calibration text and returns, per layer, the
+// second moment H = sum(x x^T) / tokens of each linear input: [0] q/k/v, [1] o_proj, [2] gate/up, [3] down
+// (K x K row-major; empty when unknown). verify/ provides it (verify/calibration.h); tools wire it in.
+struct CalibrationContext {
+  std::filesystem::path src;  // the conversion input (HF folder or .gguf file)
+  SourceFormat format = SourceFormat::kSafetensors;
+};
+struct CalibrationOutput {
+  std::vector<std::array<std::vector<double>, 4>> hessians;  // [layer][input]
+  uint64_t tokens = 0;                                       // calibration tokens run
+  std::string description;                                   // recorded as converter flag "calibration"
+  std::vector<std::string> warnings;
+};
+using Calibrator = std::function<Result<CalibrationOutput>(const CalibrationContext&)>;
+
+// kAuto calibrates when the matrices it would change hold at most kAutoCalibrationMaxWeights values (the
+// calibration runs the CPU reference, so large models opt in with kOn).
+enum class CalibrationMode { kAuto, kOn, kOff };
+inline constexpr uint64_t kAutoCalibrationMaxWeights = 150'000'000;
+
 struct ConvertOptions {
   std::filesystem::path src;  // HF folder or .gguf file
   std::filesystem::path out;  // pack directory to create
@@ -81,6 +103,8 @@ struct ConvertOptions {
   int rmse_every_chunks = 16;                  // RMSE on chunks 0, N, 2N, ... of every tensor (1: exact)
   std::function<void(const ConvertProgress&)> on_progress;  // called from the writer, at most ~10 times/s
   GoldenWriter golden_writer;                  // unset: no goldens
+  Calibrator calibrator;                       // unset: Q4_K by plain rounding (no calibration)
+  CalibrationMode calibration = CalibrationMode::kAuto;  // whether to call `calibrator`
   std::map<std::string, std::string> extra_flags;  // recorded in metadata.converter.flags (e.g. golden-prompts)
 };
 
@@ -109,6 +133,7 @@ struct ConvertReport {
   std::string family;
   std::string model_id;
   std::string quantization;  // "Q4_K_M"
+  std::string calibration = "none";  // CalibrationOutput::description when Q4_K was calibrated
   bool dry_run = false;
   int threads = 0;
   std::vector<TensorReport> tensors;

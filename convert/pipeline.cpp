@@ -227,7 +227,12 @@ Status Pipeline::check_values(Token& t, const TensorJob& job, int64_t row0, std:
 // is needed); on such an error the rows are scanned again for the message naming tensor, input and index.
 Status Pipeline::encode(Token& t, const TensorJob& job, int64_t row0, std::span<float> x,
                         const quant::QuantizeRowsParams& q) {
-  const Status s = quant::quantize_rows(q);
+  Status s = Status::Ok();
+  if (job.gptq && q.dtype == DType::kQ4_K) {
+    s = quant::quantize_rows_gptq({q.layout, q.n_rows, q.k_cols, q.row_begin, q.rows, job.gptq.get(), q.dst});
+  } else {
+    s = quant::quantize_rows(q);
+  }
   if (s.ok()) return s;
   if (s.code() == StatusCode::kNonFinite) RDRR_RETURN_IF_ERROR(check_values(t, job, row0, x, false));
   return s.context("tensor " + job.plan.name);

@@ -17,12 +17,14 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "convert/converter.h"
 #include "convert/plan.h"
 #include "convert/source.h"
+#include "quant/gptq.h"
 #include "quant/status.h"
 #include "rdrr/shard_writer.h"
 
@@ -33,6 +35,8 @@ struct TensorJob {
   PlanEntry plan;
   TensorPlacement placement;   // planned placement (the writer must reproduce it)
   std::vector<bool> raw_parts;  // per source part: copy the stored blocks bit-exactly
+  // Set for Q4_K matrices with calibration: error-compensated encoding (quant/gptq.h) instead of rounding.
+  std::shared_ptr<const quant::GptqFactor> gptq;
 };
 
 struct PipelineOptions {

@@ -65,6 +65,7 @@ std::string report_json(const ConvertReport& r) {
   j["out"] = r.out;
   j["modelId"] = r.model_id;
   j["quantization"] = r.quantization;
+  j["calibration"] = r.calibration;
   j["dryRun"] = r.dry_run;
   j["threads"] = r.threads;
   ojson tensors = ojson::array();
@@ -122,6 +123,7 @@ std::string summary_text(const ConvertReport& r) {
                   gb(r.bytes_in) + " -> " + gb(r.bytes_out) + " in " + fmt("%.2f s", secs) + " (" +
                   fmt("%.2f GB/s", rate) + ", " + std::to_string(r.threads) + " threads)";
   if (raw > 0) s += ", " + std::to_string(raw) + " copied bit-exactly";
+  if (r.calibration != "none") s += ", Q4_K calibrated on " + r.calibration;
   s += "; " + std::to_string(r.shards.size()) + " shard" + (r.shards.size() == 1 ? "" : "s") + " in " + r.out + "\n";
   for (const std::string& w : r.warnings) s += "warning: " + w + "\n";
   return s;

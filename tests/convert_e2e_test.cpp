@@ -100,9 +100,11 @@ TEST_P(ConvertMatrix, EveryPresetAndLayoutValidatesAndDecodesCloseToTheSource) {
   for (const auto& [preset, layout] : configs) {
     const std::string what = c.model + (c.gguf ? " gguf " : " hf ") + preset + " " + layout;
     const fs::path out = tmp / (preset + "-" + layout);
-    // No goldens here (tests/verify_e2e_test.cpp covers them): they would add ~1 s of CPU per conversion.
+    // No goldens and no calibration here (tests/verify_e2e_test.cpp and ConvertCli.CalibrationFlag cover them):
+    // each would add ~1-3 s of CPU per conversion.
     const RunResult r = run_convert({source_of(c).string(), out.string(), "--quantize", preset, "--q4k-layout", layout,
-                                     "--no-sync", "--quiet", "--threads", "2", "--golden-prompts", "none"});
+                                     "--no-sync", "--quiet", "--threads", "2", "--golden-prompts", "none",
+                                     "--calibration", "none"});
     if (preset == "bf16") {
       // No kernel of this build reads BF16 weights: the execution graph cannot be planned, so the
       // conversion fails (exit 9, kUnsupported) before anything is written.
@@ -259,6 +261,33 @@ TEST(ConvertDeterminism, ByteIdenticalForOneAndTwoThreads) {
     }
     expect_same_files(a, b);
   }
+}
+
+// --calibration: auto (the default) calibrates a model this small, none rounds plainly, anything else is a
+// usage error (exit 2) written before any output.
+TEST(ConvertCli, CalibrationFlag) {
+  TempDir tmp;
+  for (const std::string mode : {"auto", "none"}) {
+    const fs::path out = tmp / mode;
+    const RunResult r = run_convert({hf_dir("tiny-llama").string(), out.string(), "--calibration", mode, "--json",
+                                     "--no-sync", "--golden-prompts", "none"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const nlohmann::json j = nlohmann::json::parse(r.out);
+    const std::string cal = j["calibration"];
+    const Manifest m = read_pack(out);
+    EXPECT_EQ(m.metadata.converter.flags.at("calibration"), cal);
+    if (mode == "auto") {
+      EXPECT_NE(cal.find("text tokens + 32 samples x 64 tokens"), std::string::npos) << cal;
+      EXPECT_NE(r.err.find("Q4_K calibrated on"), std::string::npos) << r.err;
+    } else {
+      EXPECT_EQ(cal, "none");
+    }
+  }
+  const fs::path bad = tmp / "bad";
+  const RunResult r = run_convert({hf_dir("tiny-llama").string(), bad.string(), "--calibration", "maybe"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--calibration maybe: expected auto, on or none"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(bad));
 }
 
 TEST(ConvertCli, DryRunWritesNothingAndPrintsThePlan) {

@@ -12,6 +12,7 @@
 #include "convert/report.h"
 #include "rdrr/file_io.h"
 #include "tools/exit_codes.h"
+#include "verify/calibration.h"
 #include "verify/golden_gen.h"
 
 namespace {
@@ -50,6 +51,7 @@ int main(int argc, char** argv) {
   std::string model_id;
   std::string golden_prompts = "4";
   rdrr::verify::GoldenOptions golden;
+  std::string calibration = "auto";
   app.add_option("SRC", src, "Hugging Face model folder or .gguf file")->required();
   app.add_option("OUT", out, "pack directory to create (not needed with --dry-run)");
   app.add_option("--quantize", quantize, "preset: f32, f16, bf16, q8_0, q4_k, q4_k_m")->capture_default_str();
@@ -75,6 +77,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--golden-tokens", golden.tokens_per_prompt, "tokens per golden prompt")->capture_default_str();
   app.add_option("--golden-steps", golden.greedy_steps, "greedy continuation steps per golden prompt")
+      ->capture_default_str();
+  app.add_option("--calibration", calibration,
+                 "error-compensated Q4_K from calibration activations (built-in text + model samples): "
+                 "auto (models with <= 150M Q4_K weights), on, none")
       ->capture_default_str();
   try {
     app.parse(argc, argv);
@@ -138,6 +144,16 @@ int main(int argc, char** argv) {
     o.golden_writer = rdrr::verify::make_golden_writer(golden);
   }
   o.extra_flags = rdrr::verify::golden_flags(golden);
+  if (calibration == "auto" || calibration == "on" || calibration == "none") {
+    o.calibration = calibration == "auto" ? rdrr::convert::CalibrationMode::kAuto
+                    : calibration == "on" ? rdrr::convert::CalibrationMode::kOn
+                                          : rdrr::convert::CalibrationMode::kOff;
+  } else {
+    return fail(rdrr::error(rdrr::StatusCode::kInvalidArgument,
+                            "--calibration " + calibration + ": expected auto, on or none"),
+                json);
+  }
+  o.calibrator = rdrr::verify::make_calibrator();
   rdrr::convert::ProgressBar bar(stderr, !quiet && !dry_run);
   if (bar.active()) o.on_progress = [&bar](const rdrr::convert::ConvertProgress& p) { bar.update(p); };
 

@@ -7,6 +7,8 @@
 // No KV cache: logits() runs the whole sequence, position t = index t (as HF with no padding).
 #pragma once
 
+#include <functional>
+
 #include <cstdint>
 #include <filesystem>
 #include <span>
@@ -57,8 +59,26 @@ class ReferenceModel {
   // Errors: kInvalidArgument (empty input, token id out of range).
   Result<std::vector<float>> logits(std::span<const int32_t> tokens) const;
 
-  // Greedy continuation: n_new steps, each re-running the whole sequence (as the HF goldens do).
+  // Greedy continuation: n_new steps with a KV cache (the same numbers as re-running the whole sequence each
+  // step, as the HF goldens do).
   Result<GreedyResult> greedy(std::span<const int32_t> prompt, size_t n_new) const;
+
+  // The inputs of a layer's linear maps: kAttnIn feeds q/k/v, kAttnOut o_proj, kFfnIn gate/up, kFfnMid down.
+  enum class LinearInput { kAttnIn = 0, kAttnOut = 1, kFfnIn = 2, kFfnMid = 3 };
+  static constexpr int kLinearInputs = 4;
+  // Called with every linear input of every layer, in layer order: x is [tokens, in_features].
+  using LinearInputObserver = std::function<void(size_t layer, LinearInput which, const Matrix& x)>;
+  // Runs the forward pass of `tokens` (no logits) reporting every linear input. Errors: as logits.
+  Status observe_linear_inputs(std::span<const int32_t> tokens, const LinearInputObserver& observer) const;
+
+  // Incremental decoding: the keys and values (after RoPE) of every position run so far, per layer.
+  struct KvCache {
+    std::vector<Matrix> k, v;
+    size_t length = 0;
+  };
+  // Runs `tokens` at positions cache.length.. (appending to the cache) and returns the logits of the last
+  // one [vocab]. The same numbers as logits() of the whole sequence at that position. Errors: as logits.
+  Result<std::vector<float>> extend(KvCache& cache, std::span<const int32_t> tokens) const;
 
  private:
   struct Layer {
@@ -74,8 +94,12 @@ class ReferenceModel {
 
   Status check_tokens(std::span<const int32_t> tokens) const;
   // Final hidden states (after the last norm) of every position, or only of the last one.
-  Matrix hidden_states(std::span<const int32_t> tokens, bool last_only) const;
-  void run_layer(const Layer& layer, Matrix& h) const;
+  Matrix hidden_states(std::span<const int32_t> tokens, bool last_only,
+                       const LinearInputObserver* observer = nullptr) const;
+  Matrix hidden_states(KvCache& cache, std::span<const int32_t> tokens, bool last_only,
+                       const LinearInputObserver* observer) const;
+  void run_layer(const Layer& layer, Matrix& h, size_t index, KvCache& cache,
+                 const LinearInputObserver* observer) const;
   Matrix output_logits(const Matrix& h) const;
 
   convert::ModelConfig config_;

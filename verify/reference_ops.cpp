@@ -50,11 +50,11 @@ void rms_norm(Matrix& x, std::span<const float> weight, double eps, double offse
   }
 }
 
-void apply_rope(Matrix& x, size_t head_dim, const RopeTables& rope) {
+void apply_rope(Matrix& x, size_t head_dim, const RopeTables& rope, size_t first_pos) {
   const size_t pairs = rope.inv_freq.size();
   for (size_t t = 0; t < x.rows; ++t) {
     std::span<double> row = x.row(t);
-    const double pos = static_cast<double>(t);
+    const double pos = static_cast<double>(first_pos + t);
     for (size_t h = 0; h + head_dim <= row.size(); h += head_dim) {
       for (size_t i = 0; i < pairs; ++i) {
         const double angle = pos * rope.inv_freq[i];
@@ -70,12 +70,12 @@ void apply_rope(Matrix& x, size_t head_dim, const RopeTables& rope) {
   }
 }
 
-Matrix attention(const Matrix& q, const Matrix& k, const Matrix& v, const AttentionParams& p) {
+Matrix attention(const Matrix& q, const Matrix& k, const Matrix& v, const AttentionParams& p, size_t first_pos) {
   const size_t n = q.rows, hd = p.head_dim, group = p.num_heads / p.num_kv_heads;
   Matrix out(n, p.num_heads * hd);
   tbb::parallel_for(size_t{0}, p.num_heads * n, [&](size_t job) {
-    const size_t h = job / n, i = job % n, kvh = h / group;
-    const double* qi = q.row(i).data() + h * hd;
+    const size_t h = job / n, row = job % n, i = first_pos + row, kvh = h / group;
+    const double* qi = q.row(row).data() + h * hd;
     const size_t first = (p.window == 0 || i < p.window) ? 0 : i - p.window + 1;
     std::vector<double> scores(i + 1 - first);
     double max_score = -INFINITY;
@@ -90,7 +90,7 @@ Matrix attention(const Matrix& q, const Matrix& k, const Matrix& v, const Attent
     }
     double denom = 0.0;
     for (double& s : scores) denom += (s = std::exp(s - max_score));
-    double* oi = out.row(i).data() + h * hd;
+    double* oi = out.row(row).data() + h * hd;
     for (size_t j = first; j <= i; ++j) {
       const double* vj = v.row(j).data() + kvh * hd;
       const double w = scores[j - first] / denom;

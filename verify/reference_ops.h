@@ -44,8 +44,8 @@ struct RopeTables {
   double attention_factor = 1.0;  // cos/sin multiplier (YaRN)
 };
 
-// Rotates the first 2 * inv_freq.size() elements of each head of each row; row t is at position t.
-void apply_rope(Matrix& x, size_t head_dim, const RopeTables& rope);
+// Rotates the first 2 * inv_freq.size() elements of each head of each row; row t is at position first_pos + t.
+void apply_rope(Matrix& x, size_t head_dim, const RopeTables& rope, size_t first_pos = 0);
 
 struct AttentionParams {
   size_t num_heads = 0;
@@ -56,8 +56,9 @@ struct AttentionParams {
   size_t window = 0;                   // 0: full causal; else query i sees keys j with i - j < window
 };
 
-// Causal grouped-query attention; q [T, heads*hd], k/v [T, kv_heads*hd] -> [T, heads*hd].
-Matrix attention(const Matrix& q, const Matrix& k, const Matrix& v, const AttentionParams& p);
+// Causal grouped-query attention; q [T, heads*hd] at positions first_pos.., k/v [first_pos + T, kv_heads*hd]
+// (every position so far) -> [T, heads*hd].
+Matrix attention(const Matrix& q, const Matrix& k, const Matrix& v, const AttentionParams& p, size_t first_pos = 0);
 
 double silu(double x);
 double gelu_tanh(double x);

@@ -124,6 +124,30 @@ std::filesystem::path make_broken_checkpoint(const std::string& name,
   return dir;
 }
 
+// extend() with a KV cache, fed in uneven pieces, gives logits() of the whole sequence bit for bit (gemma3:
+// sliding-window layers and q/k norms; the window is 32, so 40 tokens cross it).
+TEST(ReferenceModel, KvCacheExtendMatchesTheWholeSequence) {
+  Result<ReferenceModel> ref = ReferenceModel::load_hf(kFixtures / "tiny-gemma3" / "hf");
+  ASSERT_TRUE(ref.ok()) << ref.status().to_string();
+  std::vector<int32_t> tokens;
+  for (int i = 0; i < 40; ++i) tokens.push_back(1 + (i * 37) % 1000);
+  Result<std::vector<float>> whole = ref->logits(tokens);
+  ASSERT_TRUE(whole.ok());
+  const size_t vocab = ref->vocab_size();
+  ReferenceModel::KvCache cache;
+  size_t done = 0;
+  for (size_t piece : {3, 1, 30, 6}) {
+    Result<std::vector<float>> last = ref->extend(cache, std::span<const int32_t>(tokens).subspan(done, piece));
+    ASSERT_TRUE(last.ok()) << last.status().to_string();
+    done += piece;
+    ASSERT_EQ(last->size(), vocab);
+    const std::vector<float> want(whole->begin() + static_cast<std::ptrdiff_t>((done - 1) * vocab),
+                                  whole->begin() + static_cast<std::ptrdiff_t>(done * vocab));
+    EXPECT_EQ(*last, want) << "after " << done << " tokens";
+  }
+  EXPECT_EQ(cache.length, tokens.size());
+}
+
 TEST(ReferenceModel, WrongTensorShapeIsValidationError) {
   const auto dir = make_broken_checkpoint("shape", {{"model.embed_tokens.weight", {1024, 255}}});
   const Status s = ReferenceModel::load_hf(dir).status();

@@ -1,0 +1,273 @@
+#include "quant/gptq.h"
+
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+#include <tbb/partitioner.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "quant/blocks.h"
+#include "quant/f16.h"
+#include "quant/layout.h"
+#include "quant/q4_k.h"
+
+namespace rdrr::quant {
+namespace {
+
+constexpr int64_t kB = kQK_K;  // 256 values per block
+constexpr size_t kBs = kQK_K;
+constexpr int64_t kBatchCols = 128;     // lazy-update batch (GPTQ's "block")
+constexpr int64_t kRowGroup = 8;        // rows per task in row_wise
+
+// Lower Cholesky factor of a (row-major n x n, in place). Returns the first non-positive pivot, or -1.
+int64_t cholesky_lower(std::vector<double>& a, int64_t n) {
+  for (int64_t j = 0; j < n; ++j) {
+    double* rj = a.data() + j * n;
+    double d = rj[j];
+    for (int64_t p = 0; p < j; ++p) d -= rj[p] * rj[p];
+    if (!(d > 0.0)) return j;
+    rj[j] = std::sqrt(d);
+    const double inv = 1.0 / rj[j];
+    tbb::parallel_for(tbb::blocked_range<int64_t>(j + 1, n, 64), [&](const tbb::blocked_range<int64_t>& r) {
+      for (int64_t i = r.begin(); i < r.end(); ++i) {
+        double* ri = a.data() + i * n;
+        double s = ri[j];
+        for (int64_t p = 0; p < j; ++p) s -= ri[p] * rj[p];
+        ri[j] = s * inv;
+      }
+    }, tbb::static_partitioner());
+  }
+  return -1;
+}
+
+// The decode parameters of one Q4_K block: value = scale[j] * q - min[j] for sub-block j.
+struct Q4KParams {
+  float scale[kQ4KSubBlocks];
+  float min[kQ4KSubBlocks];
+};
+
+Q4KParams params_of(const BlockQ4K& b) {
+  const Q4KScales c = unpack_q4k_scales(std::span<const uint8_t, 12>(b.scales, 12));
+  const float d = f16_to_f32(b.d), dmin = f16_to_f32(b.dmin);
+  Q4KParams p;
+  for (int j = 0; j < kQ4KSubBlocks; ++j) {
+    p.scale[j] = d * static_cast<float>(c.sc[j]);
+    p.min[j] = dmin * static_cast<float>(c.m[j]);
+  }
+  return p;
+}
+
+// Rounds x to the nearest code of sub-block j, writes it at value position v of the block, returns the
+// decoded value (the decoder's float arithmetic).
+float set_nearest(BlockQ4K& b, const Q4KParams& p, int64_t v, float x) {
+  const int j = static_cast<int>(v / 32);
+  const float s = p.scale[j], mn = p.min[j];
+  int best = 0;
+  if (s > 0.0f) {
+    const int q0 = std::clamp(static_cast<int>(std::lrint((x + mn) / s)), 0, 15);
+    float best_err = INFINITY;
+    for (int q = std::max(0, q0 - 1); q <= std::min(15, q0 + 1); ++q) {
+      const float e = std::fabs(s * static_cast<float>(q) - mn - x);
+      if (e < best_err) best_err = e, best = q;
+    }
+  }
+  uint8_t& byte = b.qs[32 * (v / 64) + v % 32];
+  byte = (v % 64) < 32 ? static_cast<uint8_t>((byte & 0xF0) | best) : static_cast<uint8_t>((byte & 0x0F) | (best << 4));
+  return s * static_cast<float>(best) - mn;
+}
+
+BlockQ4K* block_at(std::span<uint8_t> dst, int64_t index) {
+  return reinterpret_cast<BlockQ4K*>(dst.data() + index * static_cast<int64_t>(sizeof(BlockQ4K)));
+}
+
+struct Group {
+  const GptqRowsParams* p;
+  int64_t r0 = 0;  // first row of the group (matrix row index)
+  int64_t m = 0;   // rows in the group
+};
+
+// Quantizes input k of every row of the group (w holds the rows in processing order; value i of a row is
+// input order[i]); dec[r] receives the decoded values.
+void quantize_column(const Group& g, std::vector<float>& w, std::vector<Q4KParams>& params, int64_t i,
+                     std::vector<float>& dec) {
+  const GptqRowsParams& p = *g.p;
+  const int64_t kc = p.k_cols;
+  const GptqFactor& f = *p.factor;
+  const int64_t k = f.order.empty() ? i : f.order[i];
+  float vals[kBs];
+  float wts[kBs];
+  if (p.layout == Layout::kColumnWise) {
+    const int64_t bpr = (p.n_rows + kB - 1) / kB;
+    for (int64_t r = 0; r < kB; ++r) {
+      vals[r] = r < g.m ? w[r * kc + i] : 0.0f;
+      wts[r] = r < g.m ? 1.0f : 0.0f;
+    }
+    BlockQ4K* b = block_at(p.dst, k * bpr + g.r0 / kB);
+    quantize_q4_k({vals, kBs}, {b, 1}, g.m < kB ? std::span<const float>(wts, kBs) : std::span<const float>());
+    float out[kBs];
+    dequantize_q4_k({b, 1}, {out, kBs});
+    for (int64_t r = 0; r < g.m; ++r) dec[r] = out[r];
+    return;
+  }
+  const int64_t bpr = (kc + kB - 1) / kB;
+  const int64_t v = k % kB;
+  for (int64_t r = 0; r < g.m; ++r) {
+    BlockQ4K* b = block_at(p.dst, (g.r0 + r) * bpr + k / kB);
+    Q4KParams* pr = &params[r];
+    if (!f.order.empty()) {
+      pr = &params[r * bpr + k / kB];  // static groups: fixed from the original values (run_group)
+    } else if (v == 0) {  // first input of the block: fix its scales from the current values
+      for (int64_t j = 0; j < kB; ++j) {
+        const bool real = k + j < kc;
+        vals[j] = real ? w[r * kc + k + j] : 0.0f;
+        wts[j] = real ? f.importance[k + j] : 0.0f;
+      }
+      quantize_q4_k({vals, kBs}, {b, 1}, {wts, kBs});
+      params[r] = params_of(*b);
+    }
+    dec[r] = set_nearest(*b, *pr, v, w[r * kc + i]);
+  }
+}
+
+void run_group(const Group& g) {
+  const GptqRowsParams& p = *g.p;
+  const int64_t kc = p.k_cols;
+  const std::vector<float>& u = p.factor->u;
+  const int64_t first = g.r0 - p.row_begin;
+  const GptqFactor& f = *p.factor;
+  std::vector<float> w(static_cast<size_t>(g.m * kc));
+  for (int64_t r = 0; r < g.m; ++r) {
+    const float* src = p.rows.data() + (first + r) * kc;
+    for (int64_t i = 0; i < kc; ++i) w[r * kc + i] = src[f.order.empty() ? i : f.order[i]];
+  }
+  std::vector<Q4KParams> params(static_cast<size_t>(g.m));
+  if (!f.order.empty() && p.layout != Layout::kColumnWise) {  // static groups from quantize_rows' blocks
+    const int64_t bpr = (kc + kB - 1) / kB;
+    params.resize(static_cast<size_t>(g.m * bpr));
+    for (int64_t r = 0; r < g.m; ++r) {
+      for (int64_t b = 0; b < bpr; ++b) params[r * bpr + b] = params_of(*block_at(p.dst, (g.r0 + r) * bpr + b));
+    }
+  }
+  std::vector<float> dec(static_cast<size_t>(g.m));
+  std::vector<float> err(static_cast<size_t>(g.m * kBatchCols));
+  for (int64_t k0 = 0; k0 < kc; k0 += kBatchCols) {
+    const int64_t k1 = std::min(kc, k0 + kBatchCols);
+    for (int64_t k = k0; k < k1; ++k) {
+      quantize_column(g, w, params, k, dec);
+      const float* uk = u.data() + k * kc;
+      for (int64_t r = 0; r < g.m; ++r) {
+        float* wr = w.data() + r * kc;
+        const float e = (wr[k] - dec[r]) / uk[k];
+        err[r * kBatchCols + (k - k0)] = e;
+        for (int64_t j = k + 1; j < k1; ++j) wr[j] -= e * uk[j];
+      }
+    }
+    for (int64_t r = 0; r < g.m; ++r) {  // the batch's errors onto the inputs after it
+      float* wr = w.data() + r * kc;
+      for (int64_t c = 0; c < k1 - k0; ++c) {
+        const float e = err[r * kBatchCols + c];
+        const float* uk = u.data() + (k0 + c) * kc;
+        for (int64_t j = k1; j < kc; ++j) wr[j] -= e * uk[j];
+      }
+    }
+  }
+}
+
+}  // namespace
+
+Result<GptqFactor> gptq_factor(std::span<const double> hessian, int64_t k_cols, double damp, bool act_order) {
+  if (k_cols < 1 || hessian.size() != static_cast<size_t>(k_cols) * static_cast<size_t>(k_cols)) {
+    return Status(StatusCode::kInvalidArgument, "gptq: hessian has " + std::to_string(hessian.size()) +
+                                                    " values, expected k_cols^2 with k_cols " + std::to_string(k_cols));
+  }
+  if (!(damp > 0.0) || !std::isfinite(damp)) {
+    return Status(StatusCode::kInvalidArgument, "gptq: damp must be > 0, got " + std::to_string(damp));
+  }
+  const int64_t n = k_cols;
+  for (size_t i = 0; i < hessian.size(); ++i) {
+    if (!std::isfinite(hessian[i])) {
+      return Status(StatusCode::kNonFinite, "gptq: hessian[" + std::to_string(i / n) + "][" +
+                                                std::to_string(i % n) + "] is not finite");
+    }
+  }
+  GptqFactor f;
+  f.k_cols = n;
+  f.importance.resize(static_cast<size_t>(n));
+  double mean_diag = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const double h = hessian[i * n + i];
+    f.importance[i] = static_cast<float>(std::max(h, 0.0));
+    mean_diag += h > 0.0 ? h : 1.0;
+  }
+  mean_diag /= static_cast<double>(n);
+  if (act_order) {  // inputs by decreasing H[i][i] (ties: lower index first)
+    f.order.resize(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) f.order[i] = i;
+    std::stable_sort(f.order.begin(), f.order.end(),
+                     [&](int64_t x, int64_t y) { return hessian[x * n + x] > hessian[y * n + y]; });
+  }
+  const auto at = [&](int64_t i) { return f.order.empty() ? i : f.order[i]; };
+  // A = J H J (J reverses the index order): if A = M M^T then U = J M^-1 J is upper triangular with
+  // U^T U = H^-1, so one Cholesky and one triangular inverse give GPTQ's factor.
+  std::vector<double> a(static_cast<size_t>(n * n));
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t j = 0; j < n; ++j) a[i * n + j] = hessian[at(n - 1 - i) * n + at(n - 1 - j)];
+    double& d = a[i * n + i];
+    if (!(d > 0.0)) d = 1.0;
+    d += damp * mean_diag;
+  }
+  if (const int64_t bad = cholesky_lower(a, n); bad >= 0) {
+    return Status(StatusCode::kValidation, "gptq: hessian is not positive definite after damping (pivot " +
+                                               std::to_string(at(n - 1 - bad)) + ")");
+  }
+  f.u.assign(static_cast<size_t>(n * n), 0.0f);
+  // Column c of M^-1 by forward substitution; columns are independent.
+  tbb::parallel_for(tbb::blocked_range<int64_t>(0, n, 16), [&](const tbb::blocked_range<int64_t>& r) {
+    std::vector<double> x(static_cast<size_t>(n));
+    for (int64_t c = r.begin(); c < r.end(); ++c) {
+      x[c] = 1.0 / a[c * n + c];
+      for (int64_t i = c + 1; i < n; ++i) {
+        const double* ri = a.data() + i * n;
+        double s = 0;
+        for (int64_t p = c; p < i; ++p) s += ri[p] * x[p];
+        x[i] = -s / ri[i];
+      }
+      for (int64_t i = c; i < n; ++i) f.u[(n - 1 - i) * n + (n - 1 - c)] = static_cast<float>(x[i]);
+    }
+  }, tbb::static_partitioner());
+  return f;
+}
+
+Status quantize_rows_gptq(const GptqRowsParams& p) {
+  if (p.factor == nullptr || p.factor->k_cols != p.k_cols ||
+      p.factor->u.size() != static_cast<size_t>(p.k_cols * p.k_cols)) {
+    return Status(StatusCode::kInvalidArgument, "gptq: factor missing or not for k_cols " + std::to_string(p.k_cols));
+  }
+  QuantizeRowsParams plain;
+  plain.dtype = DType::kQ4_K;
+  plain.layout = p.layout;
+  plain.n_rows = p.n_rows;
+  plain.k_cols = p.k_cols;
+  plain.row_begin = p.row_begin;
+  plain.rows = p.rows;
+  plain.importance = p.factor->importance;
+  plain.dst = p.dst;
+  // quantize_rows checks shapes, sizes, chunk alignment and finiteness; its bytes are overwritten below
+  // except for flat matrices whose blocks straddle rows, which keep them.
+  RDRR_RETURN_IF_ERROR(quantize_rows(plain));
+  if (p.layout == Layout::kFlat && p.k_cols % kB != 0) return Status::Ok();
+  const int64_t chunk_rows = static_cast<int64_t>(p.rows.size()) / p.k_cols;
+  const int64_t group = p.layout == Layout::kColumnWise ? kB : kRowGroup;
+  const int64_t n_groups = (chunk_rows + group - 1) / group;
+  tbb::parallel_for(tbb::blocked_range<int64_t>(0, n_groups, 1), [&](const tbb::blocked_range<int64_t>& r) {
+    for (int64_t gi = r.begin(); gi < r.end(); ++gi) {
+      const int64_t r0 = p.row_begin + gi * group;
+      run_group({&p, r0, std::min(group, p.row_begin + chunk_rows - r0)});
+    }
+  }, tbb::static_partitioner());
+  return Status::Ok();
+}
+
+}  // namespace rdrr::quant

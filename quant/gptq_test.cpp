@@ -1,0 +1,151 @@
+#include "quant/gptq.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "quant/layout.h"
+
+namespace rdrr::quant {
+namespace {
+
+struct Problem {
+  int64_t n = 0, k = 0, t = 0;
+  std::vector<float> w;       // n x k
+  std::vector<double> x;      // t x k calibration inputs
+  std::vector<double> h;      // k x k
+};
+
+// Correlated inputs (x = z A with a random mixing A, a few strong channels) as in real activations.
+Problem make_problem(int64_t n, int64_t k, int64_t t, uint32_t seed) {
+  Problem p{n, k, t, {}, {}, {}};
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  p.w.resize(static_cast<size_t>(n * k));
+  for (float& v : p.w) v = 0.02f * nd(rng);
+  std::vector<double> a(static_cast<size_t>(k * k));
+  for (double& v : a) v = nd(rng) / std::sqrt(static_cast<double>(k));
+  for (int64_t i = 0; i < k; ++i) a[i * k + i] += (i % 17 == 0) ? 4.0 : 1.0;
+  p.x.assign(static_cast<size_t>(t * k), 0.0);
+  std::vector<double> z(static_cast<size_t>(k));
+  for (int64_t s = 0; s < t; ++s) {
+    for (double& v : z) v = nd(rng);
+    for (int64_t i = 0; i < k; ++i) {
+      for (int64_t j = 0; j < k; ++j) p.x[s * k + j] += z[i] * a[i * k + j];
+    }
+  }
+  p.h.assign(static_cast<size_t>(k * k), 0.0);
+  for (int64_t s = 0; s < t; ++s) {
+    for (int64_t i = 0; i < k; ++i) {
+      for (int64_t j = 0; j < k; ++j) p.h[i * k + j] += p.x[s * k + i] * p.x[s * k + j] / static_cast<double>(t);
+    }
+  }
+  return p;
+}
+
+// Mean squared output error ||(W - Wq) x||^2 over the calibration inputs.
+double output_error(const Problem& p, std::span<const uint8_t> q, Layout layout) {
+  std::vector<float> d(p.w.size());
+  EXPECT_TRUE(dequantize_matrix({DType::kQ4_K, layout, q, p.n, p.k, d}).ok());
+  double e = 0;
+  for (int64_t s = 0; s < p.t; ++s) {
+    for (int64_t r = 0; r < p.n; ++r) {
+      double y = 0;
+      for (int64_t j = 0; j < p.k; ++j) y += (p.w[r * p.k + j] - d[r * p.k + j]) * p.x[s * p.k + j];
+      e += y * y;
+    }
+  }
+  return e / static_cast<double>(p.t * p.n);
+}
+
+std::vector<uint8_t> plain(const Problem& p, Layout layout) {
+  std::vector<uint8_t> q(quantized_size_bytes(DType::kQ4_K, layout, p.n, p.k));
+  EXPECT_TRUE(quantize_matrix({DType::kQ4_K, layout, p.w, p.n, p.k, {}, q}).ok());
+  return q;
+}
+
+std::vector<uint8_t> gptq(const Problem& p, Layout layout, const GptqFactor& f, int64_t chunk_rows) {
+  std::vector<uint8_t> q(quantized_size_bytes(DType::kQ4_K, layout, p.n, p.k));
+  for (int64_t r0 = 0; r0 < p.n; r0 += chunk_rows) {
+    const int64_t r1 = std::min(p.n, r0 + chunk_rows);
+    const std::span<const float> rows(p.w.data() + r0 * p.k, static_cast<size_t>((r1 - r0) * p.k));
+    EXPECT_TRUE(quantize_rows_gptq({layout, p.n, p.k, r0, rows, &f, q}).ok());
+  }
+  return q;
+}
+
+TEST(Gptq, FactorIsTheUpperCholeskyOfTheInverse) {
+  const Problem p = make_problem(4, 40, 200, 1);
+  Result<GptqFactor> f = gptq_factor(p.h, p.k, 0.01);
+  ASSERT_TRUE(f.ok()) << f.status().to_string();
+  // (H + damp) (U^T U) == I.
+  std::vector<double> hd = p.h;
+  double mean = 0;
+  for (int64_t i = 0; i < p.k; ++i) mean += p.h[i * p.k + i] / static_cast<double>(p.k);
+  for (int64_t i = 0; i < p.k; ++i) hd[i * p.k + i] += 0.01 * mean;
+  for (int64_t i = 0; i < p.k; ++i) {
+    for (int64_t j = 0; j < i; ++j) EXPECT_EQ(f->u[i * p.k + j], 0.0f);
+  }
+  double worst = 0;
+  for (int64_t i = 0; i < p.k; ++i) {
+    for (int64_t j = 0; j < p.k; ++j) {
+      double s = 0;
+      for (int64_t m = 0; m < p.k; ++m) {
+        double inv = 0;  // (U^T U)[m][j]
+        for (int64_t l = 0; l < p.k; ++l) inv += static_cast<double>(f->u[l * p.k + m]) * f->u[l * p.k + j];
+        s += hd[i * p.k + m] * inv;
+      }
+      worst = std::max(worst, std::fabs(s - (i == j ? 1.0 : 0.0)));
+    }
+  }
+  EXPECT_LT(worst, 1e-4);
+}
+
+class GptqOrder : public ::testing::TestWithParam<bool> {};
+INSTANTIATE_TEST_SUITE_P(ActOrder, GptqOrder, ::testing::Bool());
+
+TEST_P(GptqOrder, LowersTheOutputErrorInEveryLayout) {
+  const Problem p = make_problem(300, 512, 1500, 2);
+  Result<GptqFactor> f = gptq_factor(p.h, p.k, 0.01, GetParam());
+  ASSERT_TRUE(f.ok());
+  for (Layout layout : {Layout::kRowWise, Layout::kColumnWise, Layout::kFlat}) {
+    const double e_plain = output_error(p, plain(p, layout), layout);
+    const double e_gptq = output_error(p, gptq(p, layout, *f, 256), layout);
+    std::printf("%s: output MSE plain %.4g, gptq %.4g (%.3f)\n", std::string(layout_name(layout)).c_str(), e_plain,
+                e_gptq, e_gptq / e_plain);
+    EXPECT_LT(e_gptq, 0.8 * e_plain) << layout_name(layout);
+  }
+}
+
+TEST_P(GptqOrder, ChunksGiveTheSameBytes) {
+  const Problem p = make_problem(520, 300, 400, 3);
+  Result<GptqFactor> f = gptq_factor(p.h, p.k, 0.01, GetParam());
+  ASSERT_TRUE(f.ok());
+  for (Layout layout : {Layout::kRowWise, Layout::kColumnWise, Layout::kFlat}) {
+    EXPECT_EQ(gptq(p, layout, *f, 256), gptq(p, layout, *f, 1024)) << layout_name(layout);
+  }
+}
+
+TEST(Gptq, Errors) {
+  std::vector<double> h(9, 0.0);
+  EXPECT_EQ(gptq_factor(h, 4).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(gptq_factor(h, 3, 0.0).status().code(), StatusCode::kInvalidArgument);
+  h[4] = NAN;
+  EXPECT_EQ(gptq_factor(h, 3).status().code(), StatusCode::kNonFinite);
+  h = {1, 2, 0, 2, 1, 0, 0, 0, 1};  // indefinite: eigenvalue -1
+  EXPECT_EQ(gptq_factor(h, 3).status().code(), StatusCode::kValidation);
+  std::vector<float> w(4 * 256, 0.5f);
+  std::vector<uint8_t> q(quantized_size_bytes(DType::kQ4_K, Layout::kRowWise, 4, 256));
+  EXPECT_EQ(quantize_rows_gptq({Layout::kRowWise, 4, 256, 0, w, nullptr, q}).code(), StatusCode::kInvalidArgument);
+  std::vector<double> h1(256 * 256, 0.0);
+  for (int i = 0; i < 256; ++i) h1[i * 256 + i] = 1.0;
+  Result<GptqFactor> f = gptq_factor(h1, 256);
+  ASSERT_TRUE(f.ok());
+  w[7] = NAN;
+  EXPECT_EQ(quantize_rows_gptq({Layout::kRowWise, 4, 256, 0, w, &*f, q}).code(), StatusCode::kNonFinite);
+}
+
+}  // namespace
+}  // namespace rdrr::quant
