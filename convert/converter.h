@@ -83,7 +83,7 @@ using Calibrator = std::function<Result<CalibrationOutput>(const CalibrationCont
 // kAuto calibrates when the matrices it would change hold at most kAutoCalibrationMaxWeights values (the
 // calibration runs the CPU reference, so large models opt in with kOn).
 enum class CalibrationMode { kAuto, kOn, kOff };
-inline constexpr uint64_t kAutoCalibrationMaxWeights = 150'000'000;
+inline constexpr uint64_t kAutoCalibrationMaxWeights = 10'000'000;
 
 struct ConvertOptions {
   std::filesystem::path src;  // HF folder or .gguf file

@@ -74,9 +74,10 @@ Result<std::vector<std::vector<int32_t>>> text_sequences(const tok::Tokenizer& t
   return seqs;
 }
 
-// One sample of the model: from `start`, temperature 1, uniforms from a SplitMix64 stream (`state`).
+// One sample of the model: from `start`, temperature 1, uniforms from a SplitMix64 stream (`state`). Every
+// position (the last one too) runs once, through `observer`.
 Result<std::vector<int32_t>> sample_sequence(const ReferenceModel& model, int32_t start, size_t length,
-                                             uint64_t& state) {
+                                             uint64_t& state, const ReferenceModel::LinearInputObserver& observer) {
   const auto next_u01 = [&state] {
     uint64_t z = (state += 0x9E3779B97F4A7C15ull);
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
@@ -86,8 +87,10 @@ Result<std::vector<int32_t>> sample_sequence(const ReferenceModel& model, int32_
   std::vector<int32_t> seq = {start};
   ReferenceModel::KvCache cache;
   int32_t token = start;
-  while (seq.size() < length) {
-    RDRR_ASSIGN_OR_RETURN(std::vector<float> logits, model.extend(cache, std::span<const int32_t>(&token, 1)));
+  while (true) {
+    RDRR_ASSIGN_OR_RETURN(std::vector<float> logits,
+                          model.extend(cache, std::span<const int32_t>(&token, 1), &observer));
+    if (seq.size() >= length) break;
     double mx = -INFINITY;
     for (float l : logits) mx = std::max(mx, static_cast<double>(l));
     std::vector<double> p(logits.size());
@@ -102,7 +105,8 @@ Result<std::vector<int32_t>> sample_sequence(const ReferenceModel& model, int32_
   return seq;
 }
 
-// h += x^T x (k x k); each row of h by one task in token order: the same bits at any thread count.
+// Upper triangle of h += x^T x (k x k); each row of h by one task in token order: the same bits at any
+// thread count. mirror_lower() completes h (x_i x_j == x_j x_i exactly, so both halves would be equal).
 void accumulate_moments(std::vector<double>& h, const Matrix& x) {
   const size_t k = x.cols;
   if (h.empty()) h.assign(k * k, 0.0);
@@ -112,10 +116,17 @@ void accumulate_moments(std::vector<double>& h, const Matrix& x) {
       for (size_t t = 0; t < x.rows; ++t) {
         const double* xt = x.data.data() + t * k;
         const double a = xt[i];
-        for (size_t j = 0; j < k; ++j) hi[j] += a * xt[j];
+        for (size_t j = i; j < k; ++j) hi[j] += a * xt[j];
       }
     }
   }, tbb::static_partitioner());
+}
+
+void mirror_lower(std::vector<double>& h) {
+  const auto k = static_cast<size_t>(std::llround(std::sqrt(static_cast<double>(h.size()))));
+  for (size_t i = 0; i < k; ++i) {
+    for (size_t j = 0; j < i; ++j) h[i * k + j] = h[j * k + i];
+  }
 }
 
 }  // namespace
@@ -139,24 +150,25 @@ Result<convert::CalibrationOutput> calibrate(const convert::CalibrationContext& 
   size_t text_tokens = 0;
   for (const auto& s : seqs) text_tokens += s.size();
   const int32_t start = (*tk)->bos_id().value_or(seqs.empty() ? 0 : seqs.front().front());
+  out.hessians.resize(model.config().architecture.num_layers);
+  const ReferenceModel::LinearInputObserver observe = [&](size_t layer, ReferenceModel::LinearInput which,
+                                                          const Matrix& x) {
+    accumulate_moments(out.hessians[layer][static_cast<size_t>(which)], x);
+  };
+  size_t total = 0;
+  for (const std::vector<int32_t>& s : seqs) {  // the text, then the samples (observed as they are drawn)
+    total += s.size();
+    RDRR_RETURN_IF_ERROR(model.observe_linear_inputs(s, observe).context("calibration"));
+  }
   uint64_t state = 0x9E3779B97F4A7C15ull;  // the SplitMix64 seed
   for (size_t n = 0; n < options.samples; ++n) {
-    RDRR_ASSIGN_OR_RETURN(std::vector<int32_t> s, sample_sequence(model, start, options.sample_tokens, state));
-    seqs.push_back(std::move(s));
-  }
-  out.hessians.resize(model.config().architecture.num_layers);
-  size_t total = 0;
-  for (const std::vector<int32_t>& s : seqs) {
+    RDRR_ASSIGN_OR_RETURN(std::vector<int32_t> s,
+                          sample_sequence(model, start, options.sample_tokens, state, observe));
     total += s.size();
-    RDRR_RETURN_IF_ERROR(model
-                             .observe_linear_inputs(s, [&](size_t layer, ReferenceModel::LinearInput which,
-                                                           const Matrix& x) {
-                               accumulate_moments(out.hessians[layer][static_cast<size_t>(which)], x);
-                             })
-                             .context("calibration"));
   }
   for (auto& layer : out.hessians) {
     for (std::vector<double>& h : layer) {
+      mirror_lower(h);
       for (double& v : h) {
         v /= static_cast<double>(total);
         if (!std::isfinite(v)) {  // NaN/Inf weights: the pipeline names them (or --allow-nonfinite keeps them)

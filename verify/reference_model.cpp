@@ -141,9 +141,10 @@ Result<std::vector<float>> ReferenceModel::logits(std::span<const int32_t> token
   return out;
 }
 
-Result<std::vector<float>> ReferenceModel::extend(KvCache& cache, std::span<const int32_t> tokens) const {
+Result<std::vector<float>> ReferenceModel::extend(KvCache& cache, std::span<const int32_t> tokens,
+                                                  const LinearInputObserver* observer) const {
   RDRR_RETURN_IF_ERROR(check_tokens(tokens));
-  const Matrix logits = output_logits(hidden_states(cache, tokens, true, nullptr));
+  const Matrix logits = output_logits(hidden_states(cache, tokens, true, observer));
   std::vector<float> out(logits.data.size());
   for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<float>(logits.data[i]);
   return out;

@@ -78,7 +78,9 @@ class ReferenceModel {
   };
   // Runs `tokens` at positions cache.length.. (appending to the cache) and returns the logits of the last
   // one [vocab]. The same numbers as logits() of the whole sequence at that position. Errors: as logits.
-  Result<std::vector<float>> extend(KvCache& cache, std::span<const int32_t> tokens) const;
+  // `observer` (optional) sees every linear input of the new positions.
+  Result<std::vector<float>> extend(KvCache& cache, std::span<const int32_t> tokens,
+                                    const LinearInputObserver* observer = nullptr) const;
 
  private:
   struct Layer {
