@@ -11,6 +11,7 @@
 
 #include "tokenizer/tokenizer.h"
 #include "verify/reference_model.h"
+#include "verify/splitmix.h"
 
 namespace rdrr::verify {
 namespace {
@@ -78,12 +79,6 @@ Result<std::vector<std::vector<int32_t>>> text_sequences(const tok::Tokenizer& t
 // position (the last one too) runs once, through `observer`.
 Result<std::vector<int32_t>> sample_sequence(const ReferenceModel& model, int32_t start, size_t length,
                                              uint64_t& state, const ReferenceModel::LinearInputObserver& observer) {
-  const auto next_u01 = [&state] {
-    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return static_cast<double>((z ^ (z >> 31)) >> 11) * 0x1.0p-53;
-  };
   std::vector<int32_t> seq = {start};
   ReferenceModel::KvCache cache;
   int32_t token = start;
@@ -96,7 +91,7 @@ Result<std::vector<int32_t>> sample_sequence(const ReferenceModel& model, int32_
     std::vector<double> p(logits.size());
     double z = 0;
     for (size_t i = 0; i < p.size(); ++i) z += (p[i] = std::exp(static_cast<double>(logits[i]) - mx));
-    double u = next_u01() * z;
+    double u = splitmix64_unit(state) * z;
     size_t pick = 0;
     while (pick + 1 < p.size() && (u -= p[pick]) >= 0) ++pick;
     token = static_cast<int32_t>(pick);

@@ -10,6 +10,7 @@
 #include "quant/f16.h"
 #include "rdrr/json_strict.h"
 #include "rdrr/mapped_file.h"
+#include "verify/splitmix.h"
 
 namespace rdrr::verify {
 namespace {
@@ -17,13 +18,6 @@ namespace {
 using nlohmann::json;
 constexpr int kZstdLevel = 9;
 constexpr uint64_t kPromptSeed = 0x5244525247304c44ull;  // "RDRRG0LD"
-
-uint64_t splitmix64(uint64_t& state) {
-  uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
 
 size_t value_bytes(GoldenValueType t) { return t == GoldenValueType::kF32 ? 4 : 2; }
 

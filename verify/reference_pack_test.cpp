@@ -20,6 +20,7 @@
 #include "verify/calibration.h"
 #include "verify/metrics.h"
 #include "verify/reference_model.h"
+#include "verify/splitmix.h"
 
 namespace rdrr::verify {
 namespace {
@@ -393,12 +394,6 @@ namespace {
 // Sequences sampled from a model (temperature 1, SplitMix64 seed 77: not the calibration's seed).
 std::vector<std::vector<int32_t>> sampled_sequences(const ReferenceModel& m, size_t count, size_t length) {
   uint64_t state = 77;
-  const auto u01 = [&state] {
-    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return static_cast<double>((z ^ (z >> 31)) >> 11) * 0x1.0p-53;
-  };
   std::vector<std::vector<int32_t>> seqs;
   for (size_t n = 0; n < count; ++n) {
     std::vector<int32_t> seq = {1};
@@ -411,7 +406,7 @@ std::vector<std::vector<int32_t>> sampled_sequences(const ReferenceModel& m, siz
       double mx = -INFINITY, z = 0;
       for (float v : *l) mx = std::max(mx, static_cast<double>(v));
       for (float v : *l) z += std::exp(v - mx);
-      double u = u01() * z;
+      double u = splitmix64_unit(state) * z;
       size_t p = 0;
       while (p + 1 < l->size() && (u -= std::exp((*l)[p] - mx)) >= 0) ++p;
       tok = static_cast<int32_t>(p);
