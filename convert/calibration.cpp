@@ -72,4 +72,23 @@ Status attach_gptq(const CalibrationOutput& calibration, std::vector<TensorJob>&
   return Status::Ok();
 }
 
+Status calibrate_jobs(const ConvertOptions& o, SourceFormat format, std::vector<TensorJob>& jobs,
+                      ConvertReport& report) {
+  const uint64_t weights = calibratable_weights(jobs);
+  if (!o.calibrator || o.calibration == CalibrationMode::kOff || weights == 0) return Status::Ok();
+  if (o.calibration == CalibrationMode::kAuto && weights > kAutoCalibrationMaxWeights) {
+    report.warnings.push_back("calibration skipped (--calibration auto): " + std::to_string(weights) +
+                              " Q4_K weights > " + std::to_string(kAutoCalibrationMaxWeights) +
+                              "; --calibration on runs it (CPU reference forward passes: slow for large models)");
+    return Status::Ok();
+  }
+  if (o.dry_run) return Status::Ok();
+  Result<CalibrationOutput> c = o.calibrator({o.src, format});
+  if (!c.ok()) return c.status().context("calibration");
+  RDRR_RETURN_IF_ERROR(attach_gptq(*c, jobs));
+  for (std::string& w : c->warnings) report.warnings.push_back(std::move(w));
+  if (!c->hessians.empty()) report.calibration = c->description;
+  return Status::Ok();
+}
+
 }  // namespace rdrr::convert

@@ -24,4 +24,11 @@ uint64_t calibratable_weights(const std::vector<TensorJob>& jobs);
 // gptq_factor's.
 Status attach_gptq(const CalibrationOutput& calibration, std::vector<TensorJob>& jobs);
 
+// The converter's step: decides from options.calibration (kAuto: calibratable_weights <=
+// kAutoCalibrationMaxWeights, else a warning) whether to call options.calibrator (never in a dry run), attaches
+// the factors, and records report.calibration (the calibrator's description, or "none") and its warnings.
+// Errors: the calibrator's (prefixed "calibration"), attach_gptq's.
+Status calibrate_jobs(const ConvertOptions& options, SourceFormat format, std::vector<TensorJob>& jobs,
+                      ConvertReport& report);
+
 }  // namespace rdrr::convert

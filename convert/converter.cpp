@@ -202,22 +202,7 @@ Result<ConvertReport> convert_in_arena(const ConvertOptions& o, int threads, Clo
   RDRR_ASSIGN_OR_RETURN(Planned planned, plan_and_place(src, o));
   ConvertReport report = base_report(o, src, planned, threads);
   RDRR_RETURN_IF_ERROR(preflight_execution_graph(src.config(), planned.jobs, o.kv_dtype));
-  std::string calibration = "none";
-  const uint64_t cal_weights = calibratable_weights(planned.jobs);
-  bool calibrate = o.calibrator && o.calibration != CalibrationMode::kOff && cal_weights > 0;
-  if (calibrate && o.calibration == CalibrationMode::kAuto && cal_weights > kAutoCalibrationMaxWeights) {
-    calibrate = false;
-    report.warnings.push_back("calibration skipped (--calibration auto): " + std::to_string(cal_weights) +
-                              " Q4_K weights > " + std::to_string(kAutoCalibrationMaxWeights) +
-                              "; --calibration on runs it (CPU reference forward passes: slow for large models)");
-  }
-  if (calibrate && !o.dry_run) {
-    Result<CalibrationOutput> c = o.calibrator({o.src, src.format()});
-    if (!c.ok()) return c.status().context("calibration");
-    RDRR_RETURN_IF_ERROR(attach_gptq(*c, planned.jobs));
-    for (std::string& w : c->warnings) report.warnings.push_back(std::move(w));
-    if (!c->hessians.empty()) calibration = report.calibration = c->description;
-  }
+  RDRR_RETURN_IF_ERROR(calibrate_jobs(o, src.format(), planned.jobs, report));
   if (o.dry_run) {
     std::error_code ec;
     if (!o.out.empty() && fs::exists(fs::symlink_status(o.out, ec)) && !o.force) {
@@ -254,7 +239,7 @@ Result<ConvertReport> convert_in_arena(const ConvertOptions& o, int threads, Clo
   mi.tokenizer_files = tokenizer;
   mi.source_files = std::move(source_files);
   mi.flags = converter_flags(o, fuse);
-  if (o.calibrator) mi.flags["calibration"] = calibration;
+  if (o.calibrator) mi.flags["calibration"] = report.calibration;
   for (const TensorStats& s : stats) mi.tensor_sha256.push_back(s.sha256_hex);
   mi.kv_dtype = o.kv_dtype;
   RDRR_ASSIGN_OR_RETURN(Manifest manifest, build_manifest(mi));
