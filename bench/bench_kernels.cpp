@@ -9,7 +9,9 @@
 // Times are GPU timestamps (runtime/recorder.h): each batch records R calls, each on its own copy of the
 // weights (rotating through a pool larger than the L2 cache, so every call streams from device memory),
 // all writing the same output, so consecutive calls are serialized by barriers like dependent decode ops;
-// a call's time is the batch's GPU time / R and the row reports the median over --iters batches.
+// a call's time is the batch's GPU time / R and the row reports the median over --iters batches. batch_us is
+// the same batch recorded without per-dispatch timestamps, timed by two GPU timestamps around the whole
+// submission (no host latency): the cost of a call inside a recorded forward pass.
 // Examples:
 //   build/bench/bench_kernels                      # full table
 //   build/bench/bench_kernels --filter Q4_K --json out.json
@@ -49,6 +51,7 @@ struct Options {
   int iters = 15;
   bool quick = false;
   bool tune = false;
+  bool stats = false;  // print the driver's compiler statistics (registers, ...) of every pipeline used
 };
 
 std::optional<Options> parse_args(int argc, char** argv) {
@@ -68,10 +71,12 @@ std::optional<Options> parse_args(int argc, char** argv) {
       o.quick = true;
     } else if (a == "--tune") {
       o.tune = true;
+    } else if (a == "--stats") {
+      o.stats = true;
     } else {
       std::fprintf(stderr,
                    "usage: bench_kernels [--filter SUBSTR] [--json PATH] [--pool-mib N] [--iters N] [--quick] "
-                   "[--tune]\n");
+                   "[--tune] [--stats]\n");
       return std::nullopt;
     }
   }
@@ -110,8 +115,8 @@ struct GemvCase {
 };
 
 // Per-call time of `record_one(recorder, copy_index)` over rotating copies, median over `iters` batches (after
-// two warm-up batches): GPU timestamps around every dispatch (rec), and host wall time of a batch recorded
-// without timestamps (plain) from submit to fence / copies, which includes the submission latency.
+// two warm-up batches): GPU timestamps around every dispatch (rec), and the GPU span of a batch recorded
+// without per-dispatch timestamps (plain, span_timestamps) / copies.
 template <typename RecordOne>
 Result<Timing> time_rotating(Recorder& rec, Recorder& plain, uint32_t copies, int iters, RecordOne record_one) {
   std::vector<double> gpu_us;
@@ -122,12 +127,10 @@ Result<Timing> time_rotating(Recorder& rec, Recorder& plain, uint32_t copies, in
     double ms = 0.0;
     for (const runtime::DispatchTiming& t : res.timings) ms += t.gpu_ms;
     for (uint32_t c = 0; c < copies; ++c) RDRR_RETURN_IF_ERROR(record_one(plain, c));
-    const auto t0 = std::chrono::steady_clock::now();
-    RDRR_RETURN_IF_ERROR(plain.submit_and_wait().status());
-    const std::chrono::duration<double, std::micro> host = std::chrono::steady_clock::now() - t0;
+    RDRR_ASSIGN_OR_RETURN(runtime::SubmitResult span, plain.submit_and_wait());
     if (it >= 0) {
       gpu_us.push_back(ms * 1e3 / copies);
-      host_us.push_back(host.count() / copies);
+      host_us.push_back(span.span_ms * 1e3 / copies);
     }
   }
   std::sort(gpu_us.begin(), gpu_us.end());
@@ -255,7 +258,15 @@ struct Bench {
 
   // Bandwidth probes: vkCmdCopyBuffer, a streaming kernel (add: 2 reads + 1 write), and a pure-read F32 GEMV
   // over a weight larger than any cache.
+  // The GPU leaves its idle clocks only after some busy time: probe rounds are repeated for at least 2 s
+  // before the reported one.
   std::vector<Probe> probes() {
+    const auto t0 = std::chrono::steady_clock::now();
+    while (std::chrono::steady_clock::now() - t0 < std::chrono::seconds(opt.quick ? 0 : 2)) (void)probe_round();
+    return probe_round();
+  }
+
+  std::vector<Probe> probe_round() {
     std::vector<Probe> out;
     const uint64_t copy_bytes = opt.quick ? (16ull << 20) : (1ull << 30);
     Result<double> copy = measure_copy_gbps(dev, copy_bytes, opt.iters);
@@ -323,33 +334,49 @@ std::vector<GemvCase> gemv_cases(bool tune) {
   for (DType d : {DType::kF16, DType::kQ8_0, DType::kQ6_K, DType::kQ4_K}) c.push_back({d, Layout::kRowWise, {}, "indep", true});
   c.push_back({DType::kQ4_K, Layout::kColumnWise, {}, "indep", true});
   if (!tune) return c;
-  // Specialization sweeps. Rows path {local_size_x, num_rows, -, -, diag, prefetch}; diag rows are not real
+  // Specialization sweeps. Rows path {local_size_x, num_rows, -, -, diag, unroll}; diag rows are not real
   // GEMVs (1: no x reads, 2: no decode, 3: neither) and show which resource bounds the kernel.
   const GemvTuning row_tunes[] = {{128, 4, 0, 0, 0, 0}, {32, 4, 0, 0, 0, 0}, {64, 2, 0, 0, 0, 0},
-                                  {64, 8, 0, 0, 0, 0},  {64, 4, 0, 0, 0, 1}, {64, 4, 0, 0, 1, 0},
-                                  {64, 4, 0, 0, 2, 0},  {64, 4, 0, 0, 3, 0}};
-  for (const GemvTuning& t : row_tunes) {
+                                  {64, 8, 0, 0, 0, 0},  {64, 4, 0, 0, 0, 2}, {64, 4, 0, 0, 0, 4},
+                                  {64, 2, 0, 0, 0, 2},  {64, 2, 0, 0, 0, 4}, {32, 4, 0, 0, 0, 2},
+                                  {64, 4, 0, 0, 1, 0},  {64, 4, 0, 0, 2, 0}, {64, 4, 0, 0, 3, 0},
+                                  {64, 4, 0, 0, 3, 2},  {64, 4, 0, 0, 3, 4}};
+  // Integer-dot rows kernel: {local_size_x, num_rows, -, -, -, -, decode 2, row groups}; and the f32 decode.
+  const GemvTuning dot_tunes[] = {{0, 0, 0, 0, 0, 0, 1, 0}, {64, 8, 0, 0, 0, 0, 2, 4}, {64, 2, 0, 0, 0, 0, 2, 8},
+                                  {64, 2, 0, 0, 0, 0, 2, 4}, {64, 4, 0, 0, 0, 0, 2, 2}, {64, 8, 0, 0, 0, 0, 2, 2},
+                                  {64, 4, 0, 0, 0, 0, 2, 8}};
+  for (const GemvTuning& t : dot_tunes) {
+    std::string v = t.decode == 1 ? "f32" : tune_label("dot_rg", t.row_groups, "_rows", t.num_rows);
+    c.push_back({DType::kQ4_K, Layout::kRowWise, t, v});
+  }
+  for (GemvTuning t : row_tunes) {
+    t.decode = 1;  // the f32 decode's sweeps
     std::string v = tune_label("wg", t.local_size_x, "_rows", t.num_rows);
     if (t.diag) v += num_label("_diag", t.diag);
-    if (t.prefetch) v += "_pf";
+    if (t.unroll) v += num_label("_u", t.unroll);
     c.push_back({DType::kQ4_K, Layout::kRowWise, t, v});
   }
   // Column split path {items per workgroup, -, input slices, inputs per split (0 = auto), diag}; diag 2: no
   // decode, 4: no sum over the input slices, 6: both.
   const GemvTuning col_tunes[] = {{8, 0, 32, 0},       {16, 0, 32, 0},      {4, 0, 32, 0},       {8, 0, 16, 512},
                                   {8, 0, 32, 512},     {8, 0, 16, 128},     {8, 0, 32, 1024},    {4, 0, 32, 1024},
-                                  {8, 0, 32, 0, 2},    {8, 0, 32, 0, 4},    {8, 0, 32, 0, 6}};
+                                  {8, 0, 32, 0, 2},    {8, 0, 32, 0, 4},    {8, 0, 32, 0, 6},
+                                  {8, 0, 32, 0, 0, 2}, {8, 0, 32, 0, 0, 8}, {8, 0, 16, 0, 0, 2},
+                                  {4, 0, 32, 1024, 0, 2}, {8, 0, 32, 0, 6, 8}};
   for (const GemvTuning& t : col_tunes) {
     std::string v = tune_label("x", t.local_size_x, "_ks", t.k_split);
     if (t.k_chunk) v += num_label("_kc", t.k_chunk);
     if (t.diag) v += num_label("_diag", t.diag);
+    if (t.unroll) v += num_label("_u", t.unroll);
     c.push_back({DType::kQ4_K, Layout::kColumnWise, t, v});
   }
   return c;
 }
 
 int run(const Options& opt) {
-  Result<std::unique_ptr<Device>> dev = Device::create(runtime::device_options_from_env());
+  runtime::DeviceOptions dopt = runtime::device_options_from_env();
+  dopt.capture_pipeline_statistics = opt.stats;
+  Result<std::unique_ptr<Device>> dev = Device::create(dopt);
   if (!dev.ok()) {
     std::fprintf(stderr, "no Vulkan device: %s\n", dev.status().to_string().c_str());
     return 1;
@@ -358,7 +385,9 @@ int run(const Options& opt) {
   runtime::RecorderOptions timed;
   timed.timestamps = true;
   Result<std::unique_ptr<Recorder>> rec = Recorder::create(**dev, timed);
-  Result<std::unique_ptr<Recorder>> plain = Recorder::create(**dev, runtime::RecorderOptions{});
+  runtime::RecorderOptions span;
+  span.span_timestamps = true;
+  Result<std::unique_ptr<Recorder>> plain = Recorder::create(**dev, span);
   Result<runtime::Buffer> pool = make_pool(**dev, opt.pool_bytes);
   if (!rec.ok() || !plain.ok() || !pool.ok()) {
     const Status s = !rec.ok() ? rec.status() : !plain.ok() ? plain.status() : pool.status();
@@ -379,6 +408,12 @@ int run(const Options& opt) {
       opt.quick ? std::vector<uint32_t>{256, 1024} : std::vector<uint32_t>{512, 2048, 8192, 32768};
   for (uint32_t len : lens) b.attention(len);
   table.print();
+  if (opt.stats) {
+    for (const auto& [key, p] : (*dev)->pipelines().list()) {
+      Result<std::string> st = runtime::pipeline_statistics(**dev, *p);
+      std::printf("stats %s: %s\n", key.c_str(), st.ok() ? st->c_str() : st.status().to_string().c_str());
+    }
+  }
   if (!opt.json_path.empty()) {
     const Status s = table.write_json(opt.json_path);
     if (!s.ok()) std::fprintf(stderr, "%s\n", s.to_string().c_str());

@@ -51,8 +51,8 @@ void Table::print() const {
                 p.gbps);
   }
   std::printf("%%bw = GB/s / %.1f GB/s (best probe)\n", ref_gbps_);
-  std::printf("us / GB/s / %%bw: GPU timestamps around each call; batch_us / %%bw_b: host time per call of a batch "
-              "without timestamps\n");
+  std::printf("us / GB/s / %%bw: GPU timestamps around each call; batch_us / %%bw_b: GPU span per call of a batch "
+              "without per-dispatch timestamps\n");
   std::printf("%-9s %-5s %-11s %-11s %-14s %8s %8s %8s %6s %9s %6s\n", "op", "dtype", "layout", "shape", "variant",
               "MiB", "us", "GB/s", "%bw", "batch_us", "%bw_b");
   for (const Row& r : rows_) {

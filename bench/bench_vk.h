@@ -20,7 +20,7 @@ struct Row {
   uint64_t bytes = 0;   // device-memory bytes one call must move
   uint32_t copies = 0;  // rotation depth
   double us = 0.0;        // median GPU time per call (timestamps around each dispatch)
-  double batch_us = 0.0;  // median host time per call of a batch recorded without timestamps
+  double batch_us = 0.0;  // median GPU span per call of a batch recorded without per-dispatch timestamps
   std::string error;
 };
 

@@ -11,7 +11,7 @@
 //   Bindings: 0 W (uvec4), 1 x (f32[K]), 2 y (f32; writes y[row_begin .. row_begin + n_rows)).
 //   Push: n_rows, k, row_stride (elements between row starts, a multiple of 256), row_begin, w_base (uvec4
 //     index of the range's first block), block_begin (block index at w_base), n_groups, pad.
-//   Spec: 0 local_size_x (64), 1 NUM_ROWS (4), 2 DIAG (0), 3 PREFETCH (0).
+//   Spec: 0 local_size_x (64), 1 NUM_ROWS (4), 2 DIAG (0), 3 UNROLL (1).
 //   Grid: ceil(n_rows / NUM_ROWS) workgroups, folded into x and y.
 //
 // COLUMN_SPLIT (column_wise): block (k, b) at k * blocks_per_k + b holds outputs b*256 .. b*256+255 of input
@@ -29,7 +29,7 @@
 //   Push: n_out, k (inputs in this dispatch), k_begin, blocks_per_k (ceil(N / 256)), w_base (uvec4 index of
 //     block (k_begin, 0)), k_chunk (inputs per split), split_begin, n_item_groups, n_groups, mode, n_splits,
 //     counter_base, epoch, pad x3.
-//   Spec: 0 local_size_x (8 items), 1 local_size_y (32 input slices).
+//   Spec: 0 local_size_x (8 items), 1 local_size_y (32 input slices), 2 DIAG (0), 3 UNROLL (4).
 //   Grid: n_item_groups * ceil(k / k_chunk) workgroups, folded into x and y.
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
@@ -49,7 +49,11 @@ layout(constant_id = 1) const uint NUM_ROWS = 4;
 // 2 = weights read but not decoded (rows 3 = both: the weight stream alone), 4 = column split: no sum over the
 // input slices (partials straight from slice 0; mode 2 only). 0 in every real use.
 layout(constant_id = 2) const uint DIAG = 0;
-layout(constant_id = 3) const uint PREFETCH = 0;  // rows path: 1 = load the next item's weights before decoding
+#if defined(ROWS)
+layout(constant_id = 3) const uint UNROLL = 1;  // items per iteration, all their weights loaded first
+#else
+layout(constant_id = 3) const uint UNROLL = 4;  // inputs per slice and iteration, all their vectors loaded first
+#endif
 
 layout(binding = 0) readonly buffer W { uvec4 wv[]; };
 layout(binding = 1) readonly buffer X { float x[]; };
@@ -109,68 +113,60 @@ void main() {
     blk0[r] = pc.w_base + ((pc.row_begin + row0 + r) * blocks_per_row - pc.block_begin) * Q4V_BLOCK_VECS;
   }
   const vec4 ones = vec4(1.0);
-  // Header and qs vectors of item `item` for every row (PREFETCH: issued one item ahead).
-#define LOAD_ITEM(item, hdr_out, qv_out)                                          \
-  [[unroll]] for (uint r = 0u; r < NUM_ROWS; ++r) {                               \
-    if (row0 + r < pc.n_rows) {                                                   \
-      const uint bi = blk0[r] + ((item) >> 3) * Q4V_BLOCK_VECS;                   \
-      hdr_out[r] = wv[bi];                                                        \
-      qv_out[r] = wv[bi + 1u + ((item) & 7u)];                                    \
-    }                                                                             \
-  }
-  uvec4 next_hdr[NUM_ROWS];
-  uvec4 next_qv[NUM_ROWS];
-  if (PREFETCH != 0u && gl_LocalInvocationID.x < n_items) {
-    LOAD_ITEM(gl_LocalInvocationID.x, next_hdr, next_qv)
-  }
-  for (uint it = gl_LocalInvocationID.x; it < n_items; it += gl_WorkGroupSize.x) {
-    const uint b = it >> 3;
-    const uint j = it & 7u;
-    uvec4 hdr[NUM_ROWS];
-    uvec4 qv[NUM_ROWS];
-    if (PREFETCH != 0u) {
+  // UNROLL items per iteration: every weight vector of all of them is loaded before any is decoded.
+  for (uint it0 = gl_LocalInvocationID.x; it0 < n_items; it0 += UNROLL * gl_WorkGroupSize.x) {
+    uvec4 hdr[UNROLL * NUM_ROWS];
+    uvec4 qv[UNROLL * NUM_ROWS];
+    [[unroll]] for (uint u = 0u; u < UNROLL; ++u) {
+      const uint item = it0 + u * gl_WorkGroupSize.x;
       [[unroll]] for (uint r = 0u; r < NUM_ROWS; ++r) {
-        hdr[r] = next_hdr[r];
-        qv[r] = next_qv[r];
+        if (item < n_items && row0 + r < pc.n_rows) {
+          const uint bi = blk0[r] + (item >> 3) * Q4V_BLOCK_VECS;
+          hdr[u * NUM_ROWS + r] = wv[bi];
+          qv[u * NUM_ROWS + r] = wv[bi + 1u + (item & 7u)];
+        }
       }
-      if (it + gl_WorkGroupSize.x < n_items) {
-        LOAD_ITEM(it + gl_WorkGroupSize.x, next_hdr, next_qv)
-      }
-    } else {
-      LOAD_ITEM(it, hdr, qv)
     }
-    vec4 xl[4];
-    vec4 xh[4];
-    if ((DIAG & 1u) != 0u) {
-      [[unroll]] for (uint i = 0u; i < 4u; ++i) {
-        xl[i] = vec4(float(it + i));
-        xh[i] = vec4(float(it - i));
+    [[unroll]] for (uint u = 0u; u < UNROLL; ++u) {
+      const uint it = it0 + u * gl_WorkGroupSize.x;
+      if (it >= n_items) break;
+      const uint b = it >> 3;
+      const uint j = it & 7u;
+      vec4 xl[4];
+      vec4 xh[4];
+      if ((DIAG & 1u) != 0u) {
+        [[unroll]] for (uint i = 0u; i < 4u; ++i) {
+          xl[i] = vec4(float(it + i));
+          xh[i] = vec4(float(it - i));
+        }
+      } else {
+        load_x(b, j, xl, xh);
       }
-    } else {
-      load_x(b, j, xl, xh);
-    }
-    const float sum_lo = dot(xl[0] + xl[1] + xl[2] + xl[3], ones);
-    const float sum_hi = dot(xh[0] + xh[1] + xh[2] + xh[3], ones);
-    [[unroll]] for (uint r = 0u; r < NUM_ROWS; ++r) {
-      if (row0 + r < pc.n_rows) {
-        float dot_lo = 0.0;
-        float dot_hi = 0.0;
-        if ((DIAG & 2u) != 0u) {
-          dot_lo = uintBitsToFloat(((qv[r].x ^ qv[r].y ^ qv[r].z ^ qv[r].w) & 0x007fffffu) | 0x3f800000u) * xl[0].x;
-        } else {
-          [[unroll]] for (uint m = 0u; m < 4u; ++m) {
-            vec4 lo;
-            vec4 hi;
-            q4v_word(qv[r][m], lo, hi);
-            [[unroll]] for (uint t = 0u; t < 4u; ++t) {
-              dot_lo = fma(lo[t], xl[m][t], dot_lo);
-              dot_hi = fma(hi[t], xh[m][t], dot_hi);
+      const float sum_lo = dot(xl[0] + xl[1] + xl[2] + xl[3], ones);
+      const float sum_hi = dot(xh[0] + xh[1] + xh[2] + xh[3], ones);
+      [[unroll]] for (uint r = 0u; r < NUM_ROWS; ++r) {
+        if (row0 + r < pc.n_rows) {
+          const uvec4 h = hdr[u * NUM_ROWS + r];
+          const uvec4 q = qv[u * NUM_ROWS + r];
+          float dot_lo = 0.0;
+          float dot_hi = 0.0;
+          if ((DIAG & 2u) != 0u) {
+            dot_lo = uintBitsToFloat(((q.x ^ q.y ^ q.z ^ q.w) & 0x007fffffu) | 0x3f800000u) * xl[0].x;
+          } else {
+            [[unroll]] for (uint m = 0u; m < 4u; ++m) {
+              vec4 lo;
+              vec4 hi;
+              q4v_word(q[m], lo, hi);
+              [[unroll]] for (uint t = 0u; t < 4u; ++t) {
+                dot_lo = fma(lo[t], xl[m][t], dot_lo);
+                dot_hi = fma(hi[t], xh[m][t], dot_hi);
+              }
             }
           }
+          const vec2 dm = unpackHalf2x16(h.x);
+          const vec4 s = q4v_scales(h, j >> 1);
+          acc[r] += dm.x * (s.x * dot_lo + s.y * dot_hi) - dm.y * (s.z * sum_lo + s.w * sum_hi);
         }
-        const vec2 dm = unpackHalf2x16(hdr[r].x);
-        const vec4 s = q4v_scales(hdr[r], j >> 1);
-        acc[r] += dm.x * (s.x * dot_lo + s.y * dot_hi) - dm.y * (s.z * sum_lo + s.w * sum_hi);
       }
     }
   }
@@ -228,7 +224,6 @@ bool arrive_last(uint slot) {
   return last;
 }
 
-#define UNROLL 4u
 #define MERGE_INFLIGHT 32u  // runtime/ops_gemv.cpp kMaxMergeSplits
 #define PASS_OUTPUTS 8u  // outputs per invocation reduced per shared-memory pass (4 passes of 32)
 shared float col_scratch[gl_WorkGroupSize.x * gl_WorkGroupSize.y * PASS_OUTPUTS];

@@ -74,6 +74,8 @@ struct Companions {
   std::span<const std::string_view> others;
 };
 constexpr std::string_view kColSplit[] = {"gemv_reduce"};
+// The integer-dot variant the runtime picks where packed 8-bit dot products are native (runtime/ops_gemv.cpp).
+constexpr std::string_view kQ4KVec[] = {"gemv_q4_k_dot"};
 constexpr std::string_view kAttnF16[] = {"attention_split_f16", "attn_merge"};
 constexpr std::string_view kAttnF32[] = {"attention_split_f32", "attn_merge"};
 constexpr std::string_view kSampleThreshold[] = {"sample_partial", "sample_final"};
@@ -81,7 +83,7 @@ constexpr std::string_view kSamplePartial[] = {"sample_threshold", "sample_final
 constexpr std::string_view kSampleFinal[] = {"sample_threshold", "sample_partial"};
 constexpr Companions kCompanions[] = {
     {"attention_f16", kAttnF16},          {"attention_f32", kAttnF32},
-    {"gemv_q4_k_col_split", kColSplit},   {"sample_final", kSampleFinal},
+    {"gemv_q4_k_col_split", kColSplit},   {"gemv_q4_k_vec", kQ4KVec},           {"sample_final", kSampleFinal},
     {"sample_partial", kSamplePartial},   {"sample_threshold", kSampleThreshold},
 };
 

@@ -62,10 +62,15 @@ constexpr SpecInfo kGemvColSpec[] = {{0, "local_size_x", 32, SpecRole::kLocalSiz
 constexpr SpecInfo kGemvVecSpec[] = {{0, "local_size_x", 64, SpecRole::kLocalSizeX},
                                      {1, "NUM_ROWS", 4, SpecRole::kTuning},
                                      {2, "DIAG", 0, SpecRole::kTuning},
-                                     {3, "PREFETCH", 0, SpecRole::kTuning}};
+                                     {3, "UNROLL", 1, SpecRole::kTuning}};
 constexpr SpecInfo kGemvSplitSpec[] = {{0, "local_size_x", 8, SpecRole::kLocalSizeX},
                                        {1, "local_size_y", 32, SpecRole::kLocalSizeY},
-                                       {2, "DIAG", 0, SpecRole::kTuning}};
+                                       {2, "DIAG", 0, SpecRole::kTuning},
+                                       {3, "UNROLL", 4, SpecRole::kTuning}};
+constexpr SpecInfo kGemvDotSpec[] = {{0, "local_size_x", 64, SpecRole::kLocalSizeX},
+                                     {1, "local_size_y", 4, SpecRole::kLocalSizeY},
+                                     {2, "NUM_ROWS", 4, SpecRole::kTuning},
+                                     {3, "XCHUNK", 8192, SpecRole::kTuning}};
 // gemm.comp tiles: TM = local_size_y * RM rows, TN = local_size_x * RN outputs, TK inputs per shared tile.
 constexpr SpecInfo kGemmSpec[] = {{0, "local_size_x", 16, SpecRole::kLocalSizeX},
                                   {1, "local_size_y", 8, SpecRole::kLocalSizeY},
@@ -102,6 +107,8 @@ constexpr KernelInfo kKernels[] = {
      kGemvGrid},
     {"gemv_q4_k_col_split", "gemv_q4k.comp", "main", "COLUMN_SPLIT", Op::kGemv, kQ4_K, kColumnWise, kGemvSplitBindings,
      kGemvSplitSpec, 64, "n_item_groups * ceil(k / k_chunk) workgroups, folded into x and y"},
+    {"gemv_q4_k_dot", "gemv_q4k_dot.comp", "main", "", Op::kGemv, kQ4_K, kRowLayouts, kGemvBindings, kGemvDotSpec,
+     32, "ceil(n_rows / (local_size_y * NUM_ROWS)) workgroups, folded into x and y"},
     {"gemv_reduce", "gemv_reduce.comp", "main", "", Op::kGemvReduce, kF32, {}, kGemvReduceBindings, kSpec256, 16,
      kElemGrid},
     {"gemm_f32", "gemm.comp", "main", "W_F32", Op::kGemm, kF32, kRowLayouts, kGemvBindings, kGemmSpec, 64, kGemmGrid},

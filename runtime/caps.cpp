@@ -55,7 +55,8 @@ std::string describe_caps(const DeviceCaps& c) {
        ", driver " + c.driver_name + " " + c.driver_info + ")\n";
   s += "  fp16 " + std::string(yn(c.shader_float16)) + ", int8 " + yn(c.shader_int8) + ", int16 " + yn(c.shader_int16) +
        ", 16-bit storage " + yn(c.storage_buffer_16bit) + ", 8-bit storage " + yn(c.storage_buffer_8bit) +
-       ", integer dot " + yn(c.integer_dot_product) + ", coopmat khr/nv " + yn(c.cooperative_matrix_khr) + "/" +
+       ", integer dot " + yn(c.integer_dot_product) +
+       (c.integer_dot_4x8_accelerated ? " (4x8 accelerated)" : "") + ", coopmat khr/nv " + yn(c.cooperative_matrix_khr) + "/" +
        yn(c.cooperative_matrix_nv) + "\n";
   s += "  subgroup size " + std::to_string(c.subgroup_size) + " (" + std::to_string(c.min_subgroup_size) + ".." +
        std::to_string(c.max_subgroup_size) + "), ops " + subgroup_ops_string(c.subgroup_ops) + ", compute " +

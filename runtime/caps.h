@@ -28,10 +28,14 @@ struct DeviceCaps {
   bool storage_buffer_16bit = false;  // storageBuffer16BitAccess
   bool storage_buffer_8bit = false;   // storageBuffer8BitAccess
   bool integer_dot_product = false;   // shaderIntegerDotProduct (1.3 / VK_KHR_shader_integer_dot_product)
+  // integerDotProduct4x8BitPacked{Unsigned,MixedSignedness}Accelerated: the packed 8-bit dot products run as
+  // native instructions (NVIDIA, AMD); software drivers (lavapipe) emulate them, so kernels prefer f32 there.
+  bool integer_dot_4x8_accelerated = false;
   bool subgroup_size_control = false;
   bool compute_full_subgroups = false;
   bool cooperative_matrix_khr = false;  // extension present
   bool cooperative_matrix_nv = false;   // extension present
+  bool pipeline_executable_info = false;  // VK_KHR_pipeline_executable_properties present (compiler statistics)
 
   // Subgroups (VkPhysicalDeviceSubgroupProperties).
   uint32_t subgroup_size = 0;

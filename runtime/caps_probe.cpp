@@ -89,6 +89,7 @@ Result<DeviceCaps> probe_caps(VkPhysicalDevice pd, uint32_t index) {
   const bool v13 = c.desc.api_version >= VK_API_VERSION_1_3;
   c.cooperative_matrix_khr = has_ext("VK_KHR_cooperative_matrix");
   c.cooperative_matrix_nv = has_ext("VK_NV_cooperative_matrix");
+  c.pipeline_executable_info = has_ext(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
 
   // Properties.
   auto sg = vk_init<VkPhysicalDeviceSubgroupProperties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES);
@@ -100,7 +101,13 @@ Result<DeviceCaps> probe_caps(VkPhysicalDevice pd, uint32_t index) {
   sg.pNext = &drv;
   drv.pNext = &m3;
   const bool has_sgc = v13 || has_ext(VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
+  auto idp = vk_init<VkPhysicalDeviceShaderIntegerDotProductProperties>(
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_PROPERTIES);
   if (has_sgc) m3.pNext = &sgc;
+  if (v13 || has_ext(VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME)) {
+    idp.pNext = props2.pNext;
+    props2.pNext = &idp;
+  }
   vkGetPhysicalDeviceProperties2(pd, &props2);
   c.subgroup_size = sg.subgroupSize;
   c.subgroup_ops = sg.supportedOperations;
@@ -108,6 +115,8 @@ Result<DeviceCaps> probe_caps(VkPhysicalDevice pd, uint32_t index) {
   c.driver_name = drv.driverName;
   c.driver_info = drv.driverInfo;
   c.max_memory_allocation_bytes = m3.maxMemoryAllocationSize;
+  c.integer_dot_4x8_accelerated = idp.integerDotProduct4x8BitPackedUnsignedAccelerated == VK_TRUE &&
+                                  idp.integerDotProduct4x8BitPackedMixedSignednessAccelerated == VK_TRUE;
   if (has_sgc) {
     c.min_subgroup_size = sgc.minSubgroupSize;
     c.max_subgroup_size = sgc.maxSubgroupSize;
@@ -140,6 +149,7 @@ Result<DeviceCaps> probe_caps(VkPhysicalDevice pd, uint32_t index) {
   } else {
     c.integer_dot_product = idot.shaderIntegerDotProduct == VK_TRUE;
   }
+  c.integer_dot_4x8_accelerated = c.integer_dot_4x8_accelerated && c.integer_dot_product;
 
   VkPhysicalDeviceMemoryProperties mem{};
   vkGetPhysicalDeviceMemoryProperties(pd, &mem);

@@ -65,8 +65,20 @@ Status Device::init(std::unique_ptr<Instance> instance, const DeviceOptions& opt
     f13.computeFullSubgroups = caps_.compute_full_subgroups ? VK_TRUE : VK_FALSE;
   } else {
     caps_.integer_dot_product = false;  // the 1.2 extension path is not enabled in this slice
+    caps_.integer_dot_4x8_accelerated = false;
     caps_.subgroup_size_control = false;
     RDRR_RETURN_IF_ERROR(check_requirements(caps_, opts.required));
+  }
+
+  auto pexe = vk_init<VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR>(
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR);
+  if (opts.capture_pipeline_statistics && caps_.pipeline_executable_info) {
+    pexe.pipelineExecutableInfo = VK_TRUE;
+    pexe.pNext = f2.pNext;
+    f2.pNext = &pexe;
+    extensions.push_back(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
+  } else {
+    opts_.capture_pipeline_statistics = false;
   }
 
   const float priority = 1.0f;

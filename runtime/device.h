@@ -31,6 +31,9 @@ struct DeviceOptions {
   uint64_t staging_bytes = 16ull << 20;     // transfer ring (two halves in flight)
   uint64_t max_binding_bytes = 0;           // cap below maxStorageBufferRange (0 = none); tests force splits
   uint64_t fence_timeout_ns = 120'000'000'000ull;
+  // Diagnostics (bench_kernels --stats): keep the driver's compiler statistics of every pipeline
+  // (VK_KHR_pipeline_executable_properties; ignored where the device lacks it). Off in every real use.
+  bool capture_pipeline_statistics = false;
 };
 
 // Options with device_spec from RDRR_DEVICE and validation from RDRR_VK_VALIDATION.

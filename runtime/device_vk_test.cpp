@@ -201,5 +201,45 @@ TEST_F(DeviceTest, BarriersOnlyWhereDataFlowsAndTimestamps) {
   EXPECT_EQ(download_f32(e.range())[10], 45.0f);
 }
 
+// Compiler statistics only exist when the device was created to capture them (bench_kernels --stats).
+TEST_F(DeviceTest, PipelineStatisticsNeedCapture) {
+  Result<const Pipeline*> p = dev().pipelines().get("add");
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  ASSERT_FALSE(dev().options().capture_pipeline_statistics);
+  const Result<std::string> st = pipeline_statistics(dev(), **p);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.status().code(), StatusCode::kUnsupported);
+  bool listed = false;
+  for (const auto& [key, pipe] : dev().pipelines().list()) listed = listed || pipe == *p;
+  EXPECT_TRUE(listed);
+}
+
+// span_timestamps: one GPU time for the whole submission and no per-dispatch timings; exclusive with
+// per-dispatch timestamps.
+TEST_F(DeviceTest, SpanTimestampsTimeTheWholeSubmission) {
+  RecorderOptions both;
+  both.timestamps = true;
+  both.span_timestamps = true;
+  Result<std::unique_ptr<Recorder>> bad = Recorder::create(dev(), both);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  RecorderOptions span_opts;
+  span_opts.span_timestamps = true;
+  Result<std::unique_ptr<Recorder>> span = Recorder::create(dev(), span_opts);
+  ASSERT_TRUE(span.ok()) << span.status().to_string();
+  const uint32_t n = 4096;
+  std::vector<float> a(n, 1.0f);
+  Buffer ab = upload(a);
+  Buffer c = poisoned_f32(n);
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(record_add(**span, ab.range(), c.range(), c.range(), n, "c+=a").ok());
+  ASSERT_TRUE(record_add(**span, ab.range(), ab.range(), c.range(), n, "c=a+a").ok());
+  Result<SubmitResult> res = (*span)->submit_and_wait();
+  ASSERT_TRUE(res.ok()) << res.status().to_string();
+  EXPECT_TRUE(res->timings.empty());
+  EXPECT_GT(res->span_ms, 0.0);
+  EXPECT_EQ(res->dispatches, 4u);
+  EXPECT_EQ(download_f32(c.range())[7], 2.0f);
+}
+
 }  // namespace
 }  // namespace rdrr::runtime

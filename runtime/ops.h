@@ -26,7 +26,10 @@ struct GemvTuning {
   uint32_t k_split = 0;       // column path: input slices per workgroup (local_size_y)
   uint32_t k_chunk = 0;       // column split path: inputs per split (0 = automatic)
   uint32_t diag = 0;          // vectorized Q4_K kernels: bench-only diagnostics (DIAG; wrong results), 0 = off
-  uint32_t prefetch = 0;      // vectorized Q4_K rows path: 1 = load the next item's weights first (PREFETCH)
+  uint32_t unroll = 0;        // vectorized Q4_K kernels: UNROLL (rows: items per iteration; column: inputs per slice)
+  uint32_t decode = 0;        // vectorized Q4_K rows path: 0 auto (integer dot where the device has it), 1 f32
+                              // decode (gemv_q4_k_vec), 2 integer dot (gemv_q4_k_dot)
+  uint32_t row_groups = 0;    // gemv_q4_k_dot: row groups per workgroup (local_size_y), 0 = default
 };
 
 // y[n] = sum_k W[n, k] x[k]; W packed (F32, F16 plain row-major; Q8_0, Q6_K, Q4_K flat / row_wise;

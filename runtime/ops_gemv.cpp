@@ -49,6 +49,14 @@ constexpr uint64_t kMaxMergeSplits = 32;      // the merging workgroup reads thi
 constexpr uint64_t kVecWideBelowGroups = 768;
 constexpr uint32_t kVecWideLocalSize = 128;
 enum SplitMode : uint32_t { kPartialsOnly = 0, kDirect = 1, kMergeLast = 2 };
+// gemv_q4k_dot.comp: x values staged per shared-memory pass at most (2.5 bytes each), and the invocations of a
+// row group (subgroups must tile it: the device's largest subgroup divides it).
+constexpr uint32_t kDotMaxChunk = 16384;
+// Automatic choice: gemv_q4_k_dot from this K on. Below it each workgroup's x staging is a large share of its
+// work (H100, bench_kernels, GPU span per serialized call, f32 decode -> integer dot: 4096x14336 22.9 -> 19.2 us,
+// 2048x8192 9.90 -> 9.83; 14336x4096 21.7 -> 21.9, 8192x2048 9.93 -> 10.24).
+constexpr uint32_t kDotMinK = 8192;
+constexpr uint32_t kDotGroupInvocations = 64;
 
 // Epoch of a column split call: tags its tickets (1 .. 2^20 - 2; consecutive calls differ).
 uint32_t next_epoch() {
@@ -133,6 +141,7 @@ Result<bool> record_column_split(Recorder& rec, const GemvArgs& a, const std::ve
   if (a.tuning.local_size_x != 0) spec.push_back({0, a.tuning.local_size_x});
   if (a.tuning.k_split != 0) spec.push_back({1, a.tuning.k_split});
   if (a.tuning.diag != 0) spec.push_back({2, a.tuning.diag});
+  if (a.tuning.unroll != 0) spec.push_back({3, a.tuning.unroll});
   RDRR_ASSIGN_OR_RETURN(const Pipeline* pipe, get_pipeline(rec, "gemv_q4_k_col_split", spec, ctx));
   const uint64_t blocks_per_k = ceil_div(a.n_rows, quant::kQK_K);
   const uint64_t item_groups = ceil_div(blocks_per_k * 8, pipe->local_size()[0]);
@@ -236,28 +245,58 @@ Status record_rows(Recorder& rec, const GemvArgs& a, const kernels::KernelInfo* 
   Result<std::vector<BindingRange>> ranges =
       split_binding({a.w.offset, w_bytes, granule_bytes, dev.binding_limit_bytes(), dev.binding_alignment()});
   if (!ranges.ok()) return ranges.status().context(ctx);
-  // Q4_K with block-aligned rows and 16-byte aligned blocks: the vectorized kernel (gemv_q4k.comp ROWS).
+  // Q4_K with block-aligned rows and 16-byte aligned blocks: the vectorized kernels (gemv_q4k.comp ROWS, and
+  // gemv_q4k_dot.comp where the device has integer dot products).
   bool vec = a.dtype == DType::kQ4_K && row_stride % be == 0;
   for (const BindingRange& r : *ranges) vec = vec && r.skip_bytes % kQ4KVecBytes == 0;
-  // Forced kernel (GemvArgs::kernel): gemv_q4_k_vec must be usable; any other forced name is the generic one.
-  if (a.kernel == "gemv_q4_k_vec" && !vec) {
-    return error(StatusCode::kUnsupported, ctx + ": forced kernel gemv_q4_k_vec cannot run these args (rows not "
-                                                 "whole blocks or blocks not 16-byte aligned)");
+  const bool vec_forced = a.kernel == "gemv_q4_k_vec" || a.kernel == "gemv_q4_k_dot";
+  if (vec_forced && !vec) {
+    return error(StatusCode::kUnsupported, ctx + ": forced kernel " + std::string(a.kernel) +
+                                               " cannot run these args (rows not whole blocks or blocks not 16-byte "
+                                               "aligned)");
   }
-  if (!a.kernel.empty() && a.kernel != "gemv_q4_k_vec") vec = false;
-  if (vec) kernel = kernels::find_kernel("gemv_q4_k_vec");
-  if (kernel == nullptr) return error(StatusCode::kInternal, ctx + ": kernel gemv_q4_k_vec is not registered");
+  if (!a.kernel.empty() && !vec_forced) vec = false;
+  const DeviceCaps& caps = dev.caps();
+  const bool dot_ok = caps.integer_dot_product && caps.subgroup_size != 0 &&
+                      kDotGroupInvocations % std::max(caps.max_subgroup_size, caps.subgroup_size) == 0;
+  const bool want_dot = a.kernel == "gemv_q4_k_dot" || a.tuning.decode == 2 ||
+                        (a.tuning.decode == 0 && dot_ok && caps.integer_dot_4x8_accelerated && a.k >= kDotMinK);
+  if (vec && want_dot && !dot_ok) {
+    if (a.kernel == "gemv_q4_k_dot" || a.tuning.decode == 2) {
+      return error(StatusCode::kUnsupported, ctx + ": gemv_q4_k_dot needs shaderIntegerDotProduct and subgroups "
+                                                   "that divide 64 invocations");
+    }
+  }
+  const bool dot = vec && want_dot && dot_ok;
+  if (vec) kernel = kernels::find_kernel(dot ? "gemv_q4_k_dot" : "gemv_q4_k_vec");
+  if (kernel == nullptr) return error(StatusCode::kInternal, ctx + ": vectorized Q4_K gemv kernel is not registered");
   if (vec) unit_bytes = kQ4KVecBytes;
-  std::vector<SpecValue> spec = gemv_spec(a.tuning, false, *kernel, dev.caps());
-  if (vec && a.tuning.local_size_x == 0 && a.tuning.num_rows == 0 &&
-      ceil_div(a.n_rows, spec_default(*kernel, 1)) < kVecWideBelowGroups) {
-    spec.push_back({0, kVecWideLocalSize});
+  std::vector<SpecValue> spec;
+  if (dot) {
+    if (a.tuning.local_size_x != 0) spec.push_back({0, a.tuning.local_size_x});
+    if (a.tuning.row_groups != 0) spec.push_back({1, a.tuning.row_groups});
+    if (a.tuning.num_rows != 0) spec.push_back({2, a.tuning.num_rows});
+    // The largest x chunk (a multiple of 256 values) whose planes fit the shared memory beside the row sums.
+    const uint32_t threads = (a.tuning.local_size_x ? a.tuning.local_size_x : spec_default(*kernel, 0)) *
+                             (a.tuning.row_groups ? a.tuning.row_groups : spec_default(*kernel, 1));
+    const uint32_t rows = a.tuning.num_rows ? a.tuning.num_rows : spec_default(*kernel, 2);
+    const uint64_t scratch = uint64_t{4} * rows * threads;  // row_scratch: NUM_ROWS floats per invocation
+    const uint64_t room = caps.max_compute_shared_memory_bytes > scratch ? caps.max_compute_shared_memory_bytes - scratch : 0;
+    const uint32_t chunk = static_cast<uint32_t>(std::min<uint64_t>(kDotMaxChunk, room * 2 / 5 / 256 * 256));
+    if (chunk == 0) return error(StatusCode::kUnsupported, ctx + ": too little shared memory for gemv_q4_k_dot");
+    spec.push_back({3, chunk});
+  } else {
+    spec = gemv_spec(a.tuning, false, *kernel, caps);
+    if (vec && a.tuning.local_size_x == 0 && a.tuning.num_rows == 0 &&
+        ceil_div(a.n_rows, spec_default(*kernel, 1)) < kVecWideBelowGroups) {
+      spec.push_back({0, kVecWideLocalSize});
+    }
+    if (vec && a.tuning.diag != 0) spec.push_back({2, a.tuning.diag});
+    if (vec && a.tuning.unroll != 0) spec.push_back({3, a.tuning.unroll});
   }
-  if (vec && a.tuning.diag != 0) spec.push_back({2, a.tuning.diag});
-  if (vec && a.tuning.prefetch != 0) spec.push_back({3, a.tuning.prefetch});
   Result<const Pipeline*> pipe = dev.pipelines().get(*kernel, spec);
   if (!pipe.ok()) return pipe.status().context(ctx);
-  const uint32_t num_rows = (*pipe)->spec(1);
+  const uint32_t num_rows = dot ? (*pipe)->local_size()[1] * (*pipe)->spec(2) : (*pipe)->spec(1);
   for (const BindingRange& r : *ranges) {
     const uint64_t row_begin = r.first_granule * rows_per_granule;
     const uint64_t row_end = std::min<uint64_t>(a.n_rows, (r.first_granule + r.granule_count) * rows_per_granule);

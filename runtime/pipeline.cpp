@@ -140,6 +140,7 @@ Result<std::unique_ptr<Pipeline>> PipelineCache::build(const kernels::KernelInfo
   ci.stage.pName = entry.c_str();
   ci.stage.pSpecializationInfo = entries.empty() ? nullptr : &si;
   ci.layout = pl;
+  if (device_.options().capture_pipeline_statistics) ci.flags |= VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR;
   VkPipeline pipe = VK_NULL_HANDLE;
   RDRR_VK_RETURN_IF_ERROR(vkCreateComputePipelines(vk, cache_.get(), 1, &ci, nullptr, &pipe), "vkCreateComputePipelines");
   p->pipeline_ = UniquePipeline(vk, pipe);
@@ -153,6 +154,53 @@ Result<std::vector<std::byte>> PipelineCache::serialize() const {
   RDRR_VK_RETURN_IF_ERROR(vkGetPipelineCacheData(device_.vk(), cache_.get(), &n, data.data()), "vkGetPipelineCacheData");
   data.resize(n);
   return data;
+}
+
+std::vector<std::pair<std::string, const Pipeline*>> PipelineCache::list() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::pair<std::string, const Pipeline*>> out;
+  for (const auto& [key, p] : pipelines_) out.emplace_back(key, p.get());
+  return out;
+}
+
+Result<std::string> pipeline_statistics(const Device& device, const Pipeline& p) {
+  if (!device.options().capture_pipeline_statistics) {
+    return error(StatusCode::kUnsupported, "pipeline statistics not captured (VK_KHR_pipeline_executable_properties)");
+  }
+  const VkDevice vk = device.vk();
+  auto get_props = reinterpret_cast<PFN_vkGetPipelineExecutablePropertiesKHR>(
+      vkGetDeviceProcAddr(vk, "vkGetPipelineExecutablePropertiesKHR"));
+  auto get_stats = reinterpret_cast<PFN_vkGetPipelineExecutableStatisticsKHR>(
+      vkGetDeviceProcAddr(vk, "vkGetPipelineExecutableStatisticsKHR"));
+  if (get_props == nullptr || get_stats == nullptr) return error(StatusCode::kUnsupported, "no pipeline executable entry points");
+  auto info = vk_init<VkPipelineInfoKHR>(VK_STRUCTURE_TYPE_PIPELINE_INFO_KHR);
+  info.pipeline = p.vk();
+  uint32_t n_exe = 0;
+  RDRR_VK_RETURN_IF_ERROR(get_props(vk, &info, &n_exe, nullptr), "vkGetPipelineExecutablePropertiesKHR");
+  std::string out;
+  for (uint32_t e = 0; e < n_exe; ++e) {
+    auto ei = vk_init<VkPipelineExecutableInfoKHR>(VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR);
+    ei.pipeline = p.vk();
+    ei.executableIndex = e;
+    uint32_t n = 0;
+    RDRR_VK_RETURN_IF_ERROR(get_stats(vk, &ei, &n, nullptr), "vkGetPipelineExecutableStatisticsKHR(count)");
+    std::vector<VkPipelineExecutableStatisticKHR> st(n, vk_init<VkPipelineExecutableStatisticKHR>(
+                                                            VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_STATISTIC_KHR));
+    RDRR_VK_RETURN_IF_ERROR(get_stats(vk, &ei, &n, st.data()), "vkGetPipelineExecutableStatisticsKHR");
+    for (uint32_t i = 0; i < n; ++i) {
+      if (!out.empty()) out += ", ";
+      out += st[i].name;
+      out += '=';
+      switch (st[i].format) {
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_BOOL32_KHR: out += st[i].value.b32 ? "true" : "false"; break;
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_INT64_KHR: out += std::to_string(st[i].value.i64); break;
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_UINT64_KHR: out += std::to_string(st[i].value.u64); break;
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_FLOAT64_KHR: out += std::to_string(st[i].value.f64); break;
+        default: out += '?';
+      }
+    }
+  }
+  return out;
 }
 
 size_t PipelineCache::pipeline_count() const {

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/registry.h"
@@ -46,6 +47,10 @@ class Pipeline {
   UniquePipeline pipeline_;
 };
 
+// The driver's compiler statistics of `p` ("name=value, ..."; e.g. register count) when the device was created
+// with DeviceOptions::capture_pipeline_statistics and has VK_KHR_pipeline_executable_properties; else kUnsupported.
+Result<std::string> pipeline_statistics(const Device& device, const Pipeline& p);
+
 class PipelineCache {
  public:
   // initial_data: a blob from serialize() of an earlier run (may be empty; a stale blob is ignored by Vulkan).
@@ -62,6 +67,7 @@ class PipelineCache {
 
   Result<std::vector<std::byte>> serialize() const;  // vkGetPipelineCacheData
   size_t pipeline_count() const;
+  std::vector<std::pair<std::string, const Pipeline*>> list() const;  // (cache key, pipeline), key order
 
  private:
   Result<std::unique_ptr<Pipeline>> build(const kernels::KernelInfo& kernel, std::vector<SpecValue> spec);

@@ -43,14 +43,17 @@ Status Recorder::init() {
   VkFence f = VK_NULL_HANDLE;
   RDRR_VK_RETURN_IF_ERROR(vkCreateFence(vk, &fi, nullptr, &f), "vkCreateFence(recorder)");
   fence_ = UniqueFence(vk, f);
-  if (opts_.timestamps) {
+  if (opts_.timestamps && opts_.span_timestamps) {
+    return error(StatusCode::kInvalidArgument, "recorder: timestamps and span_timestamps are exclusive");
+  }
+  if (opts_.timestamps || opts_.span_timestamps) {
     if (device_.caps().timestamp_valid_bits == 0) {
       return error(StatusCode::kUnsupported, "timestamps requested but queue family " +
                                                  std::to_string(device_.queue_family()) + " has timestampValidBits 0");
     }
     auto qi = vk_init<VkQueryPoolCreateInfo>(VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO);
     qi.queryType = VK_QUERY_TYPE_TIMESTAMP;
-    qi.queryCount = opts_.max_timed_dispatches + 1;
+    qi.queryCount = opts_.span_timestamps ? 2 : opts_.max_timed_dispatches + 1;
     VkQueryPool qp = VK_NULL_HANDLE;
     RDRR_VK_RETURN_IF_ERROR(vkCreateQueryPool(vk, &qi, nullptr, &qp), "vkCreateQueryPool(timestamps)");
     queries_ = UniqueQueryPool(vk, qp);
@@ -79,7 +82,7 @@ Status Recorder::begin_if_needed() {
   RDRR_VK_RETURN_IF_ERROR(vkBeginCommandBuffer(cmd_.get(), &bi), "vkBeginCommandBuffer(recorder)");
   recording_ = true;
   if (queries_) {
-    vkCmdResetQueryPool(cmd_.get(), queries_.get(), 0, opts_.max_timed_dispatches + 1);
+    vkCmdResetQueryPool(cmd_.get(), queries_.get(), 0, opts_.span_timestamps ? 2 : opts_.max_timed_dispatches + 1);
     vkCmdWriteTimestamp(cmd_.get(), VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries_.get(), 0);
   }
   return Status::Ok();
@@ -191,7 +194,7 @@ Status Recorder::dispatch(const Pipeline& p, std::span<const BufferRange> bindin
   }
   vkCmdDispatch(cmd_.get(), groups[0], groups[1], groups[2]);
   ++dispatches_;
-  if (queries_ && dispatches_ <= opts_.max_timed_dispatches) {
+  if (queries_ && opts_.timestamps && dispatches_ <= opts_.max_timed_dispatches) {
     vkCmdWriteTimestamp(cmd_.get(), VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries_.get(), dispatches_);
   }
   labels_.emplace_back(label);
@@ -212,6 +215,7 @@ Result<SubmitResult> Recorder::submit_and_wait() {
   vkCmdPipelineBarrier(cmd_.get(), VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
                        VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
                        0, 1, &mb, 0, nullptr, 0, nullptr);
+  if (queries_ && opts_.span_timestamps) vkCmdWriteTimestamp(cmd_.get(), VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries_.get(), 1);
   reset_state();
   RDRR_VK_RETURN_IF_ERROR(vkEndCommandBuffer(cmd_.get()), "vkEndCommandBuffer(recorder)");
   VkFence f = fence_.get();
@@ -228,7 +232,16 @@ Result<SubmitResult> Recorder::submit_and_wait() {
                                           std::to_string(device_.options().fence_timeout_ns / 1000000) + " ms");
   }
   RDRR_RETURN_IF_ERROR(vk_check(r, "vkWaitForFences(" + site + ")"));
-  if (queries_ && timed > 0) {
+  if (queries_ && opts_.span_timestamps) {
+    uint64_t ts[2] = {0, 0};
+    RDRR_VK_RETURN_IF_ERROR(vkGetQueryPoolResults(device_.vk(), queries_.get(), 0, 2, sizeof ts, ts, sizeof(uint64_t),
+                                                  VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
+                            "vkGetQueryPoolResults(span)");
+    const uint32_t bits = device_.caps().timestamp_valid_bits;
+    const uint64_t mask = bits >= 64 ? ~uint64_t{0} : ((uint64_t{1} << bits) - 1);
+    out.span_ms = static_cast<double>(((ts[1] & mask) - (ts[0] & mask)) & mask) * device_.caps().timestamp_period_ns / 1e6;
+  }
+  if (queries_ && opts_.timestamps && timed > 0) {
     std::vector<uint64_t> ts(timed + 1);
     RDRR_VK_RETURN_IF_ERROR(
         vkGetQueryPoolResults(device_.vk(), queries_.get(), 0, timed + 1, ts.size() * sizeof(uint64_t), ts.data(),

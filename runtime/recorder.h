@@ -32,6 +32,7 @@ struct RecorderOptions {
   bool timestamps = false;        // GPU time per dispatch (needs timestampValidBits on the compute queue)
   uint32_t sets_per_pool = 256;   // descriptor sets per pool; more pools are added as needed
   uint32_t max_timed_dispatches = 1024;
+  bool span_timestamps = false;   // one GPU time for a whole submission (SubmitResult::span_ms), no per-dispatch ones
   // Fail-closed pinning: when set, dispatching a kernel whose registry name is not in the set fails with
   // kIntegrity naming the kernel and the label (the executor passes the kernels its pack's graph pins).
   std::shared_ptr<const std::set<std::string, std::less<>>> allowed_kernels;
@@ -46,6 +47,7 @@ struct SubmitResult {
   std::vector<DispatchTiming> timings;  // empty without RecorderOptions::timestamps
   uint32_t dispatches = 0;
   uint32_t barriers = 0;
+  double span_ms = 0.0;  // RecorderOptions::span_timestamps: start of the submission to the end of its last dispatch
 };
 
 class Recorder {
