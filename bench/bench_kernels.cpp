@@ -195,7 +195,7 @@ struct Bench {
     table.add(row, *us);
   }
 
-  void attention(uint32_t len) {
+  void attention(uint32_t len, uint32_t decode = 0, uint32_t splits = 0) {
     constexpr uint32_t kHeads = 32, kKvHeads = 8, kHeadDim = 128;  // Llama-3-8B-like decode
     Row row;
     row.op = "attention";
@@ -203,7 +203,8 @@ struct Bench {
     row.layout = "kv";
     row.shape = std::to_string(len);
     row.shape.insert(0, 1, 'L');
-    row.variant = "h32/kv8/d128";
+    row.variant = decode == 1 ? "h32/kv8/d128 tiled" : "h32/kv8/d128";
+    if (splits != 0) row.variant += " s" + std::to_string(splits);
     if (!table.selected(row, opt.filter)) return;
     const uint64_t kv_bytes = runtime::kv_layer_bytes(DType::kF16, kKvHeads, kHeadDim, len);
     const uint64_t stride = round_up(2 * kv_bytes, 256);
@@ -229,6 +230,8 @@ struct Bench {
       a.n_heads = kHeads;
       a.p0 = len - 1;
       a.scale = 1.0f / std::sqrt(float{kHeadDim});
+      a.tuning.decode = decode;
+      a.tuning.n_splits = splits;
       return runtime::record_attention(r, a);
     });
     if (!us.ok()) return table.fail(row, us.status().to_string());
@@ -407,6 +410,12 @@ int run(const Options& opt) {
   const std::vector<uint32_t> lens =
       opt.quick ? std::vector<uint32_t>{256, 1024} : std::vector<uint32_t>{512, 2048, 8192, 32768};
   for (uint32_t len : lens) b.attention(len);
+  if (opt.tune) {
+    for (uint32_t len : lens) b.attention(len, 1);  // the tiled (prefill) kernel on one query
+    for (uint32_t splits : {8u, 16u, 64u}) {
+      for (uint32_t len : lens) b.attention(len, 0, splits);
+    }
+  }
   table.print();
   if (opt.stats) {
     for (const auto& [key, p] : (*dev)->pipelines().list()) {

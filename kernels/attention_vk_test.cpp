@@ -35,6 +35,7 @@ struct AttnCase {
   float q_gain;          // spreads the logits (peakier softmax)
   uint32_t n_splits;     // 0 = automatic (scratch given)
   uint32_t local_size;   // 0 = default tile
+  uint32_t decode = 0;   // AttentionTuning::decode: 0 auto (n_q = 1: attention_decode.comp), 1 tiled, 2 decode
 };
 
 void PrintTo(const AttnCase& c, std::ostream* os) { *os << c.name; }
@@ -129,6 +130,7 @@ TEST_P(AttentionTest, MatchesDoubleReference) {
   a.softcap = c.softcap;
   a.tuning.n_splits = c.n_splits;
   a.tuning.local_size_x = c.local_size;
+  a.tuning.decode = c.decode;
   const Status s = runtime::record_attention(rec(), a, "attn");
   ASSERT_TRUE(s.ok()) << s.to_string();
   const uint32_t dispatches = rec().dispatch_count();
@@ -162,6 +164,14 @@ const AttnCase kCases[] = {
     {"decode_gqa1_window_split3_f16", DType::kF16, 4, 4, 64, 517, 1, 100, 0.0f, 4.0f, 3, 32},
     {"decode_gqa2_window_longer_than_ctx", DType::kF32, 2, 1, 48, 300, 1, 4096, 0.0f, 4.0f, 2, 0},
     {"decode_batch3_gqa2_split4_f16", DType::kF16, 4, 2, 64, 260, 3, 0, 0.0f, 3.0f, 4, 64},
+    // The tiled kernel forced for one query, and attention_decode.comp on other head sizes (48 / 80: value
+    // pairs not a multiple of the lanes), a partial last block, one position per split, a 32-wide workgroup.
+    {"decode_tiled_gqa4_f16", DType::kF16, 8, 2, 128, 300, 1, 0, 0.0f, 4.0f, 0, 0, 1},
+    {"decode_tiled_split7_softcap_f32", DType::kF32, 8, 1, 256, 1000, 1, 0, 3.0f, 10.0f, 7, 0, 1},
+    {"decode_kernel_hd48_f32", DType::kF32, 6, 2, 48, 777, 1, 0, 0.0f, 6.0f, 0, 0, 2},
+    {"decode_kernel_hd80_window_softcap_f16", DType::kF16, 4, 1, 80, 1500, 1, 333, 5.0f, 6.0f, 5, 0, 2},
+    {"decode_kernel_short_split3_f16", DType::kF16, 2, 2, 64, 70, 1, 0, 0.0f, 4.0f, 3, 32, 2},
+    {"decode_kernel_wg32_split2_f32", DType::kF32, 4, 2, 64, 200, 1, 0, 0.0f, 4.0f, 2, 32, 2},
 };
 INSTANTIATE_TEST_SUITE_P(Cases, AttentionTest, ::testing::ValuesIn(kCases), case_name);
 

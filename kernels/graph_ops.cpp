@@ -76,8 +76,11 @@ struct Companions {
 constexpr std::string_view kColSplit[] = {"gemv_reduce"};
 // The integer-dot variant the runtime picks where packed 8-bit dot products are native (runtime/ops_gemv.cpp).
 constexpr std::string_view kQ4KVec[] = {"gemv_q4_k_dot"};
-constexpr std::string_view kAttnF16[] = {"attention_split_f16", "attn_merge"};
-constexpr std::string_view kAttnF32[] = {"attention_split_f32", "attn_merge"};
+// Split-K partials and their merge; the decode (one query) kernels the runtime runs where they apply.
+constexpr std::string_view kAttnF16[] = {"attention_split_f16", "attn_merge", "attention_decode_f16",
+                                         "attention_decode_split_f16"};
+constexpr std::string_view kAttnF32[] = {"attention_split_f32", "attn_merge", "attention_decode_f32",
+                                         "attention_decode_split_f32"};
 constexpr std::string_view kSampleThreshold[] = {"sample_partial", "sample_final"};
 constexpr std::string_view kSamplePartial[] = {"sample_threshold", "sample_final"};
 constexpr std::string_view kSampleFinal[] = {"sample_threshold", "sample_partial"};

@@ -67,6 +67,9 @@ constexpr SpecInfo kGemvSplitSpec[] = {{0, "local_size_x", 8, SpecRole::kLocalSi
                                        {1, "local_size_y", 32, SpecRole::kLocalSizeY},
                                        {2, "DIAG", 0, SpecRole::kTuning},
                                        {3, "UNROLL", 4, SpecRole::kTuning}};
+constexpr SpecInfo kAttnDecodeSpec[] = {{0, "local_size_x", 128, SpecRole::kLocalSizeX},
+                                        {1, "HEAD_DIM", 128, SpecRole::kTuning},
+                                        {2, "PAIRS_PER_LANE", 2, SpecRole::kTuning}};
 constexpr SpecInfo kGemvDotSpec[] = {{0, "local_size_x", 64, SpecRole::kLocalSizeX},
                                      {1, "local_size_y", 4, SpecRole::kLocalSizeY},
                                      {2, "NUM_ROWS", 4, SpecRole::kTuning},
@@ -80,6 +83,7 @@ constexpr SpecInfo kGemmSpec[] = {{0, "local_size_x", 16, SpecRole::kLocalSizeX}
 constexpr SpecInfo kGluSpec[] = {{0, "local_size_x", 256, SpecRole::kLocalSizeX}, {1, "ACT", 0, SpecRole::kTuning}};
 
 constexpr std::string_view kElemGrid = "ceil(n / local_size_x) workgroups, folded into x and y";
+constexpr std::string_view kAttnDecodeGrid = "n_heads * n_splits workgroups, folded into x and y";
 constexpr std::string_view kGemvGrid = "ceil(n_rows / NUM_ROWS) workgroups, folded into x and y";
 constexpr std::string_view kGemmGrid = "ceil(M / TM) * ceil(n_rows / TN) workgroups, folded into x and y";
 constexpr std::string_view kRowGrid = "one workgroup per row, folded into x and y";
@@ -142,6 +146,14 @@ constexpr KernelInfo kKernels[] = {
      kSpec128, 48, kAttnGrid},
     {"attention_split_f16", "attention.comp", "main", "KV_F16 SPLIT", Op::kAttention, kF16, {}, kAttnSplitBindings,
      kSpec128, 48, kAttnGrid},
+    {"attention_decode_f32", "attention_decode.comp", "main", "KV_F32", Op::kAttention, kF32, {}, kAttnBindings,
+     kAttnDecodeSpec, 48, kAttnDecodeGrid},
+    {"attention_decode_f16", "attention_decode.comp", "main", "KV_F16", Op::kAttention, kF16, {}, kAttnBindings,
+     kAttnDecodeSpec, 48, kAttnDecodeGrid},
+    {"attention_decode_split_f32", "attention_decode.comp", "main", "KV_F32 SPLIT", Op::kAttention, kF32, {},
+     kAttnSplitBindings, kAttnDecodeSpec, 48, kAttnDecodeGrid},
+    {"attention_decode_split_f16", "attention_decode.comp", "main", "KV_F16 SPLIT", Op::kAttention, kF16, {},
+     kAttnSplitBindings, kAttnDecodeSpec, 48, kAttnDecodeGrid},
     {"attn_merge", "attn_merge.comp", "main", "", Op::kAttentionMerge, kF32, {}, kMergeBindings, kSpec64, 16, kRowGrid},
     {"sample_threshold", "sample.comp", "main", "STAGE_THRESHOLD", Op::kSample, kF32, {}, kThresholdBindings, kSpec256,
      16, kOneGroup},

@@ -27,7 +27,7 @@ namespace {
 
 constexpr uint32_t kDefaultMaxContext = 4096;
 constexpr uint32_t kDefaultBatch = 512;
-constexpr uint32_t kAttentionSplits = 32;  // decode split-K chunks at most (scratch size)
+constexpr uint32_t kAttentionSplits = 64;  // decode split-K chunks at most (scratch size)
 
 RopeScaling rope_scaling(const RopeConfig& r) {
   RopeScaling s;

@@ -14,6 +14,10 @@ using namespace ops_detail;
 
 constexpr uint32_t kMaxHeadDim = 512;        // attention.comp MAX_HEAD_DIM
 constexpr uint32_t kTargetWorkgroups = 256;  // automatic split-K aims for about this many workgroups
+// attention_decode.comp: its workgroups are latency-bound streams, so more of them keep more loads in flight
+// (H100, bench_kernels, 32 heads / 8 KV heads, L = 32768: 8 / 16 / 32 / 64 splits = 195 / 141 / 144 / 156 us;
+// L = 8192: 57.6 / 46.3 / 49.9 / 61.0 us).
+constexpr uint32_t kDecodeTargetWorkgroups = 512;
 constexpr uint32_t kMaxSplits = 64;
 
 Status check_kv(const KvLayer& kv, const std::string& ctx) {
@@ -37,7 +41,8 @@ std::string kv_name(const KvLayer& kv) { return kv.dtype == quant::DType::kF32 ?
 
 // Split count for an attention call: explicit, or automatic when scratch allows (decode-like calls whose
 // n_q * n_heads workgroups leave the device idle and whose context spans several tiles).
-Result<uint32_t> choose_splits(const AttentionArgs& a, uint32_t tile, uint32_t max_len, const std::string& ctx) {
+Result<uint32_t> choose_splits(const AttentionArgs& a, uint32_t tile, uint32_t max_len, uint64_t target,
+                               const std::string& ctx) {
   const uint64_t per_split = attention_scratch_bytes(a.n_q, a.n_heads, a.kv.head_dim, 2) / 2;
   const uint64_t fit = a.scratch.buffer == VK_NULL_HANDLE ? 1 : std::max<uint64_t>(1, a.scratch.size / per_split);
   const uint32_t max_useful = static_cast<uint32_t>(ceil_div(max_len, tile));
@@ -51,9 +56,28 @@ Result<uint32_t> choose_splits(const AttentionArgs& a, uint32_t tile, uint32_t m
     return std::min(a.tuning.n_splits, std::max<uint32_t>(1, max_useful));
   }
   const uint64_t rows = uint64_t{a.n_q} * a.n_heads;
-  uint64_t want = rows >= kTargetWorkgroups ? 1 : ceil_div(kTargetWorkgroups, rows);
+  uint64_t want = rows >= target ? 1 : ceil_div(target, rows);
   want = std::min<uint64_t>({want, max_useful, kMaxSplits, fit});
   return static_cast<uint32_t>(std::max<uint64_t>(1, want));
+}
+
+// Whether a call runs attention_decode.comp: one query, head_dim a multiple of 8 (F16) / 4 (F32) up to 256,
+// a K binding at a 16-byte offset (read as vectors), subgroups of 8 .. 128 invocations with arithmetic and
+// shuffle operations. AttentionTuning::decode forces either kernel (forcing the decode kernel where it cannot
+// run is an error naming the condition).
+Result<bool> use_decode_kernel(const DeviceCaps& caps, const AttentionArgs& a, const std::string& ctx) {
+  if (a.tuning.decode == 1) return false;
+  const uint32_t sg_min = caps.min_subgroup_size != 0 ? caps.min_subgroup_size : caps.subgroup_size;
+  const VkSubgroupFeatureFlags need = VK_SUBGROUP_FEATURE_ARITHMETIC_BIT | VK_SUBGROUP_FEATURE_SHUFFLE_BIT;
+  const uint32_t multiple = a.kv.dtype == quant::DType::kF16 ? 8 : 4;
+  std::string why;
+  if (a.n_q != 1) why = "n_q " + std::to_string(a.n_q) + " != 1";
+  else if (a.kv.head_dim % multiple != 0 || a.kv.head_dim > 256) why = "head_dim " + std::to_string(a.kv.head_dim) + " is not a multiple of " + std::to_string(multiple) + " up to 256";
+  else if (a.kv.k.offset % 16 != 0) why = "K offset " + std::to_string(a.kv.k.offset) + " is not a multiple of 16";
+  else if (sg_min < 8 || caps.max_subgroup_size > 128 || !caps.subgroup_in_compute || (caps.subgroup_ops & need) != need) why = "subgroups unsuitable";
+  if (why.empty()) return true;
+  if (a.tuning.decode == 2) return error(StatusCode::kUnsupported, ctx + ": attention_decode cannot run: " + why);
+  return false;
 }
 
 }  // namespace
@@ -114,16 +138,26 @@ Status record_attention(Recorder& rec, const AttentionArgs& a, std::string_view 
 
   std::vector<SpecValue> spec;
   if (a.tuning.local_size_x != 0) spec.push_back({0, a.tuning.local_size_x});
-  RDRR_ASSIGN_OR_RETURN(const Pipeline* probe, get_pipeline(rec, "attention_" + kv_name(a.kv), spec, ctx));
+  const Result<bool> decode = use_decode_kernel(rec.device().caps(), a, ctx);
+  if (!decode.ok()) return decode.status();
+  const std::string family = *decode ? "attention_decode_" : "attention_";
+  if (*decode) {
+    const DeviceCaps& caps = rec.device().caps();
+    const uint32_t sg_min = caps.min_subgroup_size != 0 ? caps.min_subgroup_size : caps.subgroup_size;
+    spec.push_back({1, a.kv.head_dim});
+    spec.push_back({2, static_cast<uint32_t>(ceil_div(a.kv.head_dim / 2, sg_min))});
+  }
+  RDRR_ASSIGN_OR_RETURN(const Pipeline* probe, get_pipeline(rec, family + kv_name(a.kv), spec, ctx));
   const uint32_t tile = probe->local_size()[0];
   const uint32_t last_pos = a.p0 + a.n_q - 1;
   const uint32_t max_len = a.window != 0 ? std::min(a.window, last_pos + 1) : last_pos + 1;
-  RDRR_ASSIGN_OR_RETURN(const uint32_t n_splits, choose_splits(a, tile, max_len, ctx));
+  RDRR_ASSIGN_OR_RETURN(const uint32_t n_splits,
+                        choose_splits(a, tile, max_len, *decode ? kDecodeTargetWorkgroups : kTargetWorkgroups, ctx));
   const uint32_t chunk_len =
       n_splits == 1 ? a.kv.capacity : static_cast<uint32_t>(ceil_div(ceil_div(max_len, n_splits), tile) * tile);
   const Pipeline* p = probe;
   if (n_splits > 1) {
-    RDRR_ASSIGN_OR_RETURN(p, get_pipeline(rec, "attention_split_" + kv_name(a.kv), spec, ctx));
+    RDRR_ASSIGN_OR_RETURN(p, get_pipeline(rec, family + "split_" + kv_name(a.kv), spec, ctx));
   }
   const uint64_t rows = uint64_t{a.n_q} * a.n_heads;
   const uint64_t groups = rows * n_splits;

@@ -39,6 +39,8 @@ Status record_kv_append(Recorder& rec, const KvAppendArgs& args, std::string_vie
 struct AttentionTuning {
   uint32_t n_splits = 0;      // split-K chunks over positions; 0 = automatic (capped by the scratch size)
   uint32_t local_size_x = 0;  // positions per tile = workgroup size; 0 = registry default
+  uint32_t decode = 0;        // one query (n_q = 1): 0 auto (attention_decode.comp where it applies), 1 the tiled
+                              // kernel (attention.comp), 2 attention_decode.comp (an error where it cannot run)
 };
 
 // out = softmax(scale * q K^T [soft-capped]) V for n_q queries at positions p0 .. p0 + n_q - 1, causal, GQA

@@ -1,0 +1,182 @@
+#version 450
+// Decode attention: one query token (position qp = p0) per head over one layer's KV cache, the n_q = 1 case of
+// attention.comp (same bindings, push constants and split partials, merged by attn_merge.comp) organised for
+// bandwidth: the positions of a workgroup's range go to its subgroups in blocks of one position per lane.
+// For a block, lane i scores position b0 + i over the whole head (its K row read as 16-byte vectors), the
+// subgroup updates its online softmax (subgroupMax / subgroupAdd), then every lane adds p_t * V[t] for the
+// block's positions t over the value pairs it owns (PAIRS_PER_LANE consecutive pairs; V rows read by the whole
+// subgroup, coalesced). The subgroups' (m, l, o) are combined through shared memory at the end.
+//   q:   f32 [n_heads, head_dim]; K/V: [n_kv_heads][capacity][head_dim] F32 or F16 (include/kv.glsl)
+//   out: f32 [n_heads, head_dim] (SPLIT: partials (m, l, o[head_dim]) per (head, split), as attention.comp)
+// Head h reads kv head h / (n_heads / n_kv_heads), positions lo .. qp (lo = qp - window + 1 with a sliding
+// window), scores scale * q . k (softcap * tanh(s / softcap) with soft-capping). Workgroup g = split * n_heads +
+// h covers [lo + split * chunk_len, min(qp + 1, lo + (split + 1) * chunk_len)) and writes partial h * n_splits +
+// split.
+// Defines: one of KV_F32, KV_F16; optional SPLIT.
+// Bindings: 0 q, 1 k_cache, 2 v_cache, 3 out (SPLIT: partials). The K binding is also read as 16-byte vectors:
+//   its offset and every row must be 16-byte aligned (head_dim % 8 == 0 for F16, % 4 for F32).
+// Push: as attention.comp (n_q must be 1).
+// Spec: 0 local_size_x (128), 1 HEAD_DIM (128; <= 256), 2 PAIRS_PER_LANE (2; >= head_dim / 2 / subgroup size).
+// Grid: n_heads * n_splits workgroups, folded into x and y.
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#extension GL_KHR_shader_subgroup_shuffle : require
+#extension GL_EXT_control_flow_attributes : require
+#include "common.glsl"
+
+layout(local_size_x = 128, local_size_x_id = 0) in;
+layout(constant_id = 1) const uint HEAD_DIM = 128;
+layout(constant_id = 2) const uint PAIRS_PER_LANE = 2;
+
+#define MAX_HEAD_DIM 256u
+#define MAX_SUBGROUPS 16u  // local_size_x (<= 128) / the smallest subgroup (8)
+const float kNegBig = -3.0e38;  // "no score yet": exp(kNegBig - m) = 0 for any real m, never inf - inf
+
+layout(binding = 0) readonly buffer Q { float q[]; };
+#if defined(KV_F32)
+layout(binding = 1) readonly buffer K { float kc[]; };
+layout(binding = 1) readonly buffer K4 { vec4 kc4[]; };
+layout(binding = 2) readonly buffer V { float vc[]; };
+#else
+layout(binding = 1) readonly buffer K { uint kc[]; };
+layout(binding = 1) readonly buffer K4 { uvec4 kc4[]; };
+layout(binding = 2) readonly buffer V { uint vc[]; };
+#endif
+layout(binding = 3) writeonly buffer Out { float outv[]; };
+#include "kv.glsl"
+
+layout(push_constant) uniform Push {
+  uint n_q;
+  uint n_heads;
+  uint n_kv_heads;
+  uint head_dim;
+  uint capacity;
+  uint p0;
+  uint window;
+  uint n_splits;
+  uint chunk_len;
+  float scale;
+  float softcap;
+  uint n_groups;
+} pc;
+
+shared vec4 q_s[MAX_HEAD_DIM / 4u];
+shared vec2 o_s[MAX_SUBGROUPS * (MAX_HEAD_DIM / 2u)];
+shared vec2 ml_s[MAX_SUBGROUPS];
+
+// scale * q . k_row (soft-capped), the K row read as 16-byte vectors.
+float score(uint row) {
+  float acc[4] = float[4](0.0, 0.0, 0.0, 0.0);
+#if defined(KV_F16)
+  const uint base = row * (HEAD_DIM / 8u);  // 8 halves per uvec4
+  [[unroll]] for (uint c = 0u; c < HEAD_DIM / 8u; ++c) {
+    const uvec4 w = kc4[base + c];
+    [[unroll]] for (uint i = 0u; i < 4u; ++i) {
+      const vec2 k = unpackHalf2x16(w[i]);
+      const vec4 qq = q_s[2u * c + (i >> 1)];
+      const vec2 qp = (i & 1u) == 0u ? qq.xy : qq.zw;
+      acc[i] = fma(qp.x, k.x, fma(qp.y, k.y, acc[i]));
+    }
+  }
+#else
+  const uint base = row * (HEAD_DIM / 4u);
+  [[unroll]] for (uint c = 0u; c < HEAD_DIM / 4u; ++c) {
+    const vec4 k = kc4[base + c];
+    const vec4 qq = q_s[c];
+    acc[c & 3u] += dot(qq, k);
+  }
+#endif
+  float s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) * pc.scale;
+  // tanh saturates to +-1 in f32 well before |u| = 10; the clamp avoids inf / inf in some tanh lowerings.
+  if (pc.softcap > 0.0) s = pc.softcap * tanh(clamp(s / pc.softcap, -10.0, 10.0));
+  return s;
+}
+
+void main() {
+  const uint g = folded_group_index();
+  if (g >= pc.n_groups) return;  // whole workgroups only: barriers below stay in uniform control flow
+  const uint tid = gl_LocalInvocationID.x;
+  // Split-major order: the heads sharing a KV head run side by side, so their K / V reads hit in L2.
+  const uint split = g / pc.n_heads;
+  const uint h = g % pc.n_heads;
+  const uint row_out = h * pc.n_splits + split;  // partial slot (attn_merge reads [head][split])
+  const uint qp = pc.p0;
+  const uint kv_base = (h / (pc.n_heads / pc.n_kv_heads)) * pc.capacity;
+  const uint pairs = HEAD_DIM / 2u;
+  const uint lo = (pc.window != 0u && qp + 1u > pc.window ? qp + 1u - pc.window : 0u) + split * pc.chunk_len;
+  const uint end = lo > qp ? lo : min(qp + 1u, lo + pc.chunk_len);  // [lo, end), possibly empty
+
+  for (uint d = tid; d < HEAD_DIM / 4u; d += gl_WorkGroupSize.x) {
+    q_s[d] = vec4(q[h * HEAD_DIM + 4u * d], q[h * HEAD_DIM + 4u * d + 1u], q[h * HEAD_DIM + 4u * d + 2u],
+                  q[h * HEAD_DIM + 4u * d + 3u]);
+  }
+  barrier();
+
+  const uint sg = gl_SubgroupSize;
+  const uint lane = gl_SubgroupInvocationID;
+  const uint sid = gl_SubgroupID;
+  const uint w0 = lane * PAIRS_PER_LANE;  // first value pair this lane owns
+  float m = kNegBig;
+  float l = 0.0;
+  vec2 o[PAIRS_PER_LANE];
+  [[unroll]] for (uint i = 0u; i < PAIRS_PER_LANE; ++i) o[i] = vec2(0.0);
+  for (uint b0 = lo + sid * sg; b0 < end; b0 += gl_NumSubgroups * sg) {
+    const uint n = min(sg, end - b0);
+    const float s = lane < n ? score(kv_base + b0 + lane) : kNegBig;
+    const float m_new = max(m, subgroupMax(s));
+    const float p = lane < n ? exp(s - m_new) : 0.0;
+    const float corr = exp(m - m_new);
+    l = l * corr + subgroupAdd(p);
+    m = m_new;
+    [[unroll]] for (uint i = 0u; i < PAIRS_PER_LANE; ++i) o[i] *= corr;
+    uint t = 0u;
+    for (; t + 4u <= n; t += 4u) {
+      float pt[4];
+      [[unroll]] for (uint u = 0u; u < 4u; ++u) pt[u] = subgroupShuffle(p, t + u);
+      [[unroll]] for (uint i = 0u; i < PAIRS_PER_LANE; ++i) {
+        if (w0 + i < pairs) {
+          vec2 v[4];
+          [[unroll]] for (uint u = 0u; u < 4u; ++u) v[u] = v_pair(kv_base + b0 + t + u, pairs, w0 + i);
+          [[unroll]] for (uint u = 0u; u < 4u; ++u) o[i] += pt[u] * v[u];
+        }
+      }
+    }
+    for (; t < n; ++t) {
+      const float pt = subgroupShuffle(p, t);
+      [[unroll]] for (uint i = 0u; i < PAIRS_PER_LANE; ++i) {
+        if (w0 + i < pairs) o[i] += pt * v_pair(kv_base + b0 + t, pairs, w0 + i);
+      }
+    }
+  }
+
+  // Combine the subgroups: M = max m_s, L = sum l_s e^(m_s - M), o = sum o_s e^(m_s - M).
+  if (subgroupElect()) ml_s[sid] = vec2(m, l);
+  [[unroll]] for (uint i = 0u; i < PAIRS_PER_LANE; ++i) {
+    if (w0 + i < pairs) o_s[sid * (MAX_HEAD_DIM / 2u) + w0 + i] = o[i];
+  }
+  barrier();
+  float big_m = kNegBig;
+  for (uint k = 0u; k < gl_NumSubgroups; ++k) big_m = max(big_m, ml_s[k].x);
+  float big_l = 0.0;
+  for (uint k = 0u; k < gl_NumSubgroups; ++k) big_l += ml_s[k].y * exp(ml_s[k].x - big_m);
+#if defined(SPLIT)
+  const uint base = row_out * (HEAD_DIM + 2u);
+  if (tid == 0u) {
+    outv[base] = big_m;
+    outv[base + 1u] = big_l;
+  }
+#else
+  const float inv_l = 1.0 / big_l;
+#endif
+  for (uint w = tid; w < pairs; w += gl_WorkGroupSize.x) {
+    vec2 acc = vec2(0.0);
+    for (uint k = 0u; k < gl_NumSubgroups; ++k) acc += o_s[k * (MAX_HEAD_DIM / 2u) + w] * exp(ml_s[k].x - big_m);
+#if defined(SPLIT)
+    outv[base + 2u + 2u * w] = acc.x;
+    outv[base + 3u + 2u * w] = acc.y;
+#else
+    outv[h * HEAD_DIM + 2u * w] = acc.x * inv_l;
+    outv[h * HEAD_DIM + 2u * w + 1u] = acc.y * inv_l;
+#endif
+  }
+}
