@@ -6,10 +6,12 @@
 // Push: d, n_rows, eps, weight_offset, n_groups (= n_rows).
 // Spec: 0 local_size_x (128).
 // Grid: one workgroup per row, folded into x and y.
+#extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 
 layout(local_size_x = 128, local_size_x_id = 0) in;
 #include "reduce.glsl"
+#define UNROLL 8u
 
 layout(binding = 0) buffer X { float x[]; };
 layout(binding = 1) readonly buffer Res { float res[]; };
@@ -28,16 +30,33 @@ void main() {
   const uint row = folded_group_index();
   if (row >= pc.n_groups) return;
   const uint base = row * pc.d;
-  float ss = 0.0;
+  const uint wg = gl_WorkGroupSize.x;
+  // UNROLL loads per invocation are issued before their use: a decode row (one workgroup) is latency-bound.
   // Each invocation re-reads only the elements it wrote itself: no barrier needed between the passes.
-  for (uint i = gl_LocalInvocationID.x; i < pc.d; i += gl_WorkGroupSize.x) {
-    const float v = x[base + i] + res[base + i];
-    x[base + i] = v;
-    ss += v * v;
+  float ss = 0.0;
+  for (uint i0 = gl_LocalInvocationID.x; i0 < pc.d; i0 += UNROLL * wg) {
+    float v[UNROLL];
+    [[unroll]] for (uint u = 0u; u < UNROLL; ++u) {
+      const uint i = i0 + u * wg;
+      v[u] = i < pc.d ? x[base + i] + res[base + i] : 0.0;
+    }
+    [[unroll]] for (uint u = 0u; u < UNROLL; ++u) {
+      if (i0 + u * wg < pc.d) x[base + i0 + u * wg] = v[u];
+      ss += v[u] * v[u];
+    }
   }
   const float total = workgroup_sum(ss);
   const float scale = 1.0 / sqrt(total / float(pc.d) + pc.eps);
-  for (uint i = gl_LocalInvocationID.x; i < pc.d; i += gl_WorkGroupSize.x) {
-    y[base + i] = (x[base + i] * scale) * (w[i] + pc.weight_offset);
+  for (uint i0 = gl_LocalInvocationID.x; i0 < pc.d; i0 += UNROLL * wg) {
+    float v[UNROLL];
+    float g[UNROLL];
+    [[unroll]] for (uint u = 0u; u < UNROLL; ++u) {
+      const bool in_row = i0 + u * wg < pc.d;
+      v[u] = in_row ? x[base + i0 + u * wg] : 0.0;
+      g[u] = in_row ? w[i0 + u * wg] : 0.0;
+    }
+    [[unroll]] for (uint u = 0u; u < UNROLL; ++u) {
+      if (i0 + u * wg < pc.d) y[base + i0 + u * wg] = (v[u] * scale) * (g[u] + pc.weight_offset);
+    }
   }
 }
