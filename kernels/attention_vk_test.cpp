@@ -281,6 +281,19 @@ TEST_F(KvAppendTest, ErrorsNameTheBadField) {
   s = runtime::record_attention(rec(), at, "blk.3");
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("out overlaps q"), std::string::npos) << s.message();
+  // The decode kernel forced where it cannot run names the condition.
+  at.out = out.range();
+  at.tuning.decode = 2;
+  at.n_q = 2;
+  s = runtime::record_attention(rec(), at, "blk.3");
+  EXPECT_EQ(s.code(), StatusCode::kUnsupported);
+  EXPECT_NE(s.message().find("attention_decode cannot run: n_q 2 != 1"), std::string::npos) << s.message();
+  at.n_q = 1;
+  at.tuning.local_size_x = 1024;
+  s = runtime::record_attention(rec(), at, "blk.3");
+  EXPECT_EQ(s.code(), StatusCode::kUnsupported);
+  EXPECT_NE(s.message().find("more than 16 subgroups per workgroup (local_size_x 1024)"), std::string::npos)
+      << s.message();
   auto bad = runtime::KvCache::create(dev(), {1, 2, 7, 16, DType::kF16}, "odd");
   EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(bad.status().message().find("head_dim must be even"), std::string::npos);

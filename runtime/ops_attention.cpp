@@ -63,7 +63,7 @@ Result<uint32_t> choose_splits(const AttentionArgs& a, uint32_t tile, uint32_t m
 
 // Whether a call runs attention_decode.comp: one query, head_dim a multiple of 8 (F16) / 4 (F32) up to 256,
 // a K binding at a 16-byte offset (read as vectors), subgroups of 8 .. 128 invocations with arithmetic and
-// shuffle operations. AttentionTuning::decode forces either kernel (forcing the decode kernel where it cannot
+// shuffle operations, at most 16 of them per workgroup (its shared combine buffer). AttentionTuning::decode forces either kernel (forcing the decode kernel where it cannot
 // run is an error naming the condition).
 Result<bool> use_decode_kernel(const DeviceCaps& caps, const AttentionArgs& a, const std::string& ctx) {
   if (a.tuning.decode == 1) return false;
@@ -75,6 +75,7 @@ Result<bool> use_decode_kernel(const DeviceCaps& caps, const AttentionArgs& a, c
   else if (a.kv.head_dim % multiple != 0 || a.kv.head_dim > 256) why = "head_dim " + std::to_string(a.kv.head_dim) + " is not a multiple of " + std::to_string(multiple) + " up to 256";
   else if (a.kv.k.offset % 16 != 0) why = "K offset " + std::to_string(a.kv.k.offset) + " is not a multiple of 16";
   else if (sg_min < 8 || caps.max_subgroup_size > 128 || !caps.subgroup_in_compute || (caps.subgroup_ops & need) != need) why = "subgroups unsuitable";
+  else if ((a.tuning.local_size_x != 0 ? a.tuning.local_size_x : 128) > 16 * sg_min) why = "more than 16 subgroups per workgroup (local_size_x " + std::to_string(a.tuning.local_size_x) + ")";
   if (why.empty()) return true;
   if (a.tuning.decode == 2) return error(StatusCode::kUnsupported, ctx + ": attention_decode cannot run: " + why);
   return false;
