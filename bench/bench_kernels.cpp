@@ -120,7 +120,7 @@ struct GemvCase {
 template <typename RecordOne>
 Result<Timing> time_rotating(Recorder& rec, Recorder& plain, uint32_t copies, int iters, RecordOne record_one) {
   std::vector<double> gpu_us;
-  std::vector<double> host_us;
+  std::vector<double> batch_us;
   for (int it = -2; it < iters; ++it) {
     for (uint32_t c = 0; c < copies; ++c) RDRR_RETURN_IF_ERROR(record_one(rec, c));
     RDRR_ASSIGN_OR_RETURN(runtime::SubmitResult res, rec.submit_and_wait());
@@ -130,12 +130,12 @@ Result<Timing> time_rotating(Recorder& rec, Recorder& plain, uint32_t copies, in
     RDRR_ASSIGN_OR_RETURN(runtime::SubmitResult span, plain.submit_and_wait());
     if (it >= 0) {
       gpu_us.push_back(ms * 1e3 / copies);
-      host_us.push_back(span.span_ms * 1e3 / copies);
+      batch_us.push_back(span.span_ms * 1e3 / copies);
     }
   }
   std::sort(gpu_us.begin(), gpu_us.end());
-  std::sort(host_us.begin(), host_us.end());
-  return Timing{gpu_us[gpu_us.size() / 2], host_us[host_us.size() / 2]};
+  std::sort(batch_us.begin(), batch_us.end());
+  return Timing{gpu_us[gpu_us.size() / 2], batch_us[batch_us.size() / 2]};
 }
 
 uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }

@@ -27,7 +27,7 @@ bool Table::selected(const Row& r, const std::string& filter) const {
 
 void Table::add(Row r, const Timing& t) {
   r.us = t.gpu_us;
-  r.batch_us = t.host_us;
+  r.batch_us = t.batch_us;
   rows_.push_back(std::move(r));
 }
 

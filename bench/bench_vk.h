@@ -26,7 +26,7 @@ struct Row {
 
 struct Timing {
   double gpu_us = 0.0;
-  double host_us = 0.0;
+  double batch_us = 0.0;  // GPU span per call of a batch recorded without per-dispatch timestamps
 };
 
 // A bandwidth probe: a large memory-bound operation timed like the other rows.

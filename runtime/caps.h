@@ -76,6 +76,10 @@ struct FeatureRequirements {
 // "device 'llvmpipe': missing required feature storageBuffer16BitAccess".
 Status check_requirements(const DeviceCaps& caps, const FeatureRequirements& req);
 
+// The smallest / largest subgroup a pipeline may get (without subgroup size control: the one size).
+inline uint32_t smallest_subgroup(const DeviceCaps& c) { return c.min_subgroup_size != 0 ? c.min_subgroup_size : c.subgroup_size; }
+inline uint32_t largest_subgroup(const DeviceCaps& c) { return c.max_subgroup_size > c.subgroup_size ? c.max_subgroup_size : c.subgroup_size; }
+
 // Multi-line human summary (used by tools and test logs).
 std::string describe_caps(const DeviceCaps& caps);
 

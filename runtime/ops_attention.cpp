@@ -63,19 +63,28 @@ Result<uint32_t> choose_splits(const AttentionArgs& a, uint32_t tile, uint32_t m
 
 // Whether a call runs attention_decode.comp: one query, head_dim a multiple of 8 (F16) / 4 (F32) up to 256,
 // a K binding at a 16-byte offset (read as vectors), subgroups of 8 .. 128 invocations with arithmetic and
-// shuffle operations, at most 16 of them per workgroup (its shared combine buffer). AttentionTuning::decode forces either kernel (forcing the decode kernel where it cannot
-// run is an error naming the condition).
+// shuffle operations, at most 16 of them per workgroup (its shared combine buffer). AttentionTuning::decode
+// forces either kernel (forcing the decode kernel where it cannot run is an error naming the condition).
 Result<bool> use_decode_kernel(const DeviceCaps& caps, const AttentionArgs& a, const std::string& ctx) {
   if (a.tuning.decode == 1) return false;
-  const uint32_t sg_min = caps.min_subgroup_size != 0 ? caps.min_subgroup_size : caps.subgroup_size;
+  const uint32_t sg_min = smallest_subgroup(caps);
   const VkSubgroupFeatureFlags need = VK_SUBGROUP_FEATURE_ARITHMETIC_BIT | VK_SUBGROUP_FEATURE_SHUFFLE_BIT;
   const uint32_t multiple = a.kv.dtype == quant::DType::kF16 ? 8 : 4;
+  const uint32_t local_size = a.tuning.local_size_x != 0 ? a.tuning.local_size_x : 128;
   std::string why;
-  if (a.n_q != 1) why = "n_q " + std::to_string(a.n_q) + " != 1";
-  else if (a.kv.head_dim % multiple != 0 || a.kv.head_dim > 256) why = "head_dim " + std::to_string(a.kv.head_dim) + " is not a multiple of " + std::to_string(multiple) + " up to 256";
-  else if (a.kv.k.offset % 16 != 0) why = "K offset " + std::to_string(a.kv.k.offset) + " is not a multiple of 16";
-  else if (sg_min < 8 || caps.max_subgroup_size > 128 || !caps.subgroup_in_compute || (caps.subgroup_ops & need) != need) why = "subgroups unsuitable";
-  else if ((a.tuning.local_size_x != 0 ? a.tuning.local_size_x : 128) > 16 * sg_min) why = "more than 16 subgroups per workgroup (local_size_x " + std::to_string(a.tuning.local_size_x) + ")";
+  if (a.n_q != 1) {
+    why = "n_q " + std::to_string(a.n_q) + " != 1";
+  } else if (a.kv.head_dim % multiple != 0 || a.kv.head_dim > 256) {
+    why = "head_dim " + std::to_string(a.kv.head_dim) + " is not a multiple of " + std::to_string(multiple) +
+          " up to 256";
+  } else if (a.kv.k.offset % 16 != 0) {
+    why = "K offset " + std::to_string(a.kv.k.offset) + " is not a multiple of 16";
+  } else if (sg_min < 8 || largest_subgroup(caps) > 128 || !caps.subgroup_in_compute ||
+             (caps.subgroup_ops & need) != need) {
+    why = "subgroups unsuitable";
+  } else if (local_size > 16 * sg_min) {
+    why = "more than 16 subgroups per workgroup (local_size_x " + std::to_string(a.tuning.local_size_x) + ")";
+  }
   if (why.empty()) return true;
   if (a.tuning.decode == 2) return error(StatusCode::kUnsupported, ctx + ": attention_decode cannot run: " + why);
   return false;
@@ -142,11 +151,9 @@ Status record_attention(Recorder& rec, const AttentionArgs& a, std::string_view 
   const Result<bool> decode = use_decode_kernel(rec.device().caps(), a, ctx);
   if (!decode.ok()) return decode.status();
   const std::string family = *decode ? "attention_decode_" : "attention_";
-  if (*decode) {
-    const DeviceCaps& caps = rec.device().caps();
-    const uint32_t sg_min = caps.min_subgroup_size != 0 ? caps.min_subgroup_size : caps.subgroup_size;
+  if (*decode) {  // HEAD_DIM, and PAIRS_PER_LANE enough for the smallest subgroup the pipeline may get
     spec.push_back({1, a.kv.head_dim});
-    spec.push_back({2, static_cast<uint32_t>(ceil_div(a.kv.head_dim / 2, sg_min))});
+    spec.push_back({2, static_cast<uint32_t>(ceil_div(a.kv.head_dim / 2, smallest_subgroup(rec.device().caps())))});
   }
   RDRR_ASSIGN_OR_RETURN(const Pipeline* probe, get_pipeline(rec, family + kv_name(a.kv), spec, ctx));
   const uint32_t tile = probe->local_size()[0];

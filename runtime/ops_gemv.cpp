@@ -227,6 +227,25 @@ Status record_column(Recorder& rec, const GemvArgs& a, const kernels::KernelInfo
   return Status::Ok();
 }
 
+// gemv_q4_k_dot's specialization: tuning overrides, and XCHUNK = the largest x chunk (a multiple of 256 values,
+// 2.5 shared bytes each) that fits the device's shared memory beside the row sums.
+Result<std::vector<SpecValue>> dot_spec(const GemvTuning& t, const kernels::KernelInfo& kernel, const DeviceCaps& caps,
+                                        const std::string& ctx) {
+  std::vector<SpecValue> spec;
+  if (t.local_size_x != 0) spec.push_back({0, t.local_size_x});
+  if (t.row_groups != 0) spec.push_back({1, t.row_groups});
+  if (t.num_rows != 0) spec.push_back({2, t.num_rows});
+  const uint32_t threads = (t.local_size_x ? t.local_size_x : spec_default(kernel, 0)) *
+                           (t.row_groups ? t.row_groups : spec_default(kernel, 1));
+  const uint32_t rows = t.num_rows ? t.num_rows : spec_default(kernel, 2);
+  const uint64_t scratch = uint64_t{4} * rows * threads;  // row_scratch: NUM_ROWS floats per invocation
+  const uint64_t room = caps.max_compute_shared_memory_bytes > scratch ? caps.max_compute_shared_memory_bytes - scratch : 0;
+  const uint32_t chunk = static_cast<uint32_t>(std::min<uint64_t>(kDotMaxChunk, room * 2 / 5 / 256 * 256));
+  if (chunk == 0) return error(StatusCode::kUnsupported, ctx + ": too little shared memory for gemv_q4_k_dot");
+  spec.push_back({3, chunk});
+  return spec;
+}
+
 // Row path (flat / row_wise / plain float): one dispatch per binding range of whole rows.
 Status record_rows(Recorder& rec, const GemvArgs& a, const kernels::KernelInfo* kernel, uint64_t w_bytes,
                    uint64_t unit_bytes, const std::string& ctx, std::string_view label) {
@@ -258,33 +277,20 @@ Status record_rows(Recorder& rec, const GemvArgs& a, const kernels::KernelInfo* 
   if (!a.kernel.empty() && !vec_forced) vec = false;
   const DeviceCaps& caps = dev.caps();
   const bool dot_ok = caps.integer_dot_product && caps.subgroup_size != 0 &&
-                      kDotGroupInvocations % std::max(caps.max_subgroup_size, caps.subgroup_size) == 0;
-  const bool want_dot = a.kernel == "gemv_q4_k_dot" || a.tuning.decode == 2 ||
-                        (a.tuning.decode == 0 && dot_ok && caps.integer_dot_4x8_accelerated && a.k >= kDotMinK);
-  if (vec && want_dot && !dot_ok) {
-    if (a.kernel == "gemv_q4_k_dot" || a.tuning.decode == 2) {
-      return error(StatusCode::kUnsupported, ctx + ": gemv_q4_k_dot needs shaderIntegerDotProduct and subgroups "
-                                                   "that divide 64 invocations");
-    }
+                      kDotGroupInvocations % largest_subgroup(caps) == 0;
+  const bool dot_forced = a.kernel == "gemv_q4_k_dot" || a.tuning.decode == 2;
+  if (vec && dot_forced && !dot_ok) {
+    return error(StatusCode::kUnsupported, ctx + ": gemv_q4_k_dot needs shaderIntegerDotProduct and subgroups "
+                                                 "that divide 64 invocations");
   }
-  const bool dot = vec && want_dot && dot_ok;
+  const bool dot = vec && dot_ok &&
+                   (dot_forced || (a.tuning.decode == 0 && caps.integer_dot_4x8_accelerated && a.k >= kDotMinK));
   if (vec) kernel = kernels::find_kernel(dot ? "gemv_q4_k_dot" : "gemv_q4_k_vec");
   if (kernel == nullptr) return error(StatusCode::kInternal, ctx + ": vectorized Q4_K gemv kernel is not registered");
   if (vec) unit_bytes = kQ4KVecBytes;
   std::vector<SpecValue> spec;
   if (dot) {
-    if (a.tuning.local_size_x != 0) spec.push_back({0, a.tuning.local_size_x});
-    if (a.tuning.row_groups != 0) spec.push_back({1, a.tuning.row_groups});
-    if (a.tuning.num_rows != 0) spec.push_back({2, a.tuning.num_rows});
-    // The largest x chunk (a multiple of 256 values) whose planes fit the shared memory beside the row sums.
-    const uint32_t threads = (a.tuning.local_size_x ? a.tuning.local_size_x : spec_default(*kernel, 0)) *
-                             (a.tuning.row_groups ? a.tuning.row_groups : spec_default(*kernel, 1));
-    const uint32_t rows = a.tuning.num_rows ? a.tuning.num_rows : spec_default(*kernel, 2);
-    const uint64_t scratch = uint64_t{4} * rows * threads;  // row_scratch: NUM_ROWS floats per invocation
-    const uint64_t room = caps.max_compute_shared_memory_bytes > scratch ? caps.max_compute_shared_memory_bytes - scratch : 0;
-    const uint32_t chunk = static_cast<uint32_t>(std::min<uint64_t>(kDotMaxChunk, room * 2 / 5 / 256 * 256));
-    if (chunk == 0) return error(StatusCode::kUnsupported, ctx + ": too little shared memory for gemv_q4_k_dot");
-    spec.push_back({3, chunk});
+    RDRR_ASSIGN_OR_RETURN(spec, dot_spec(a.tuning, *kernel, caps, ctx));
   } else {
     spec = gemv_spec(a.tuning, false, *kernel, caps);
     if (vec && a.tuning.local_size_x == 0 && a.tuning.num_rows == 0 &&

@@ -12,6 +12,9 @@ std::string where(const Pipeline& p, std::string_view label) {
   return "dispatch " + std::string(p.kernel().name) + " (" + std::string(label) + ")";
 }
 
+// Timestamp queries per submission: start and end (span), or start and one per timed dispatch.
+uint32_t query_count(const RecorderOptions& o) { return o.span_timestamps ? 2 : o.max_timed_dispatches + 1; }
+
 }  // namespace
 
 Result<std::unique_ptr<Recorder>> Recorder::create(Device& device, const RecorderOptions& opts) {
@@ -53,7 +56,7 @@ Status Recorder::init() {
     }
     auto qi = vk_init<VkQueryPoolCreateInfo>(VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO);
     qi.queryType = VK_QUERY_TYPE_TIMESTAMP;
-    qi.queryCount = opts_.span_timestamps ? 2 : opts_.max_timed_dispatches + 1;
+    qi.queryCount = query_count(opts_);
     VkQueryPool qp = VK_NULL_HANDLE;
     RDRR_VK_RETURN_IF_ERROR(vkCreateQueryPool(vk, &qi, nullptr, &qp), "vkCreateQueryPool(timestamps)");
     queries_ = UniqueQueryPool(vk, qp);
@@ -82,7 +85,7 @@ Status Recorder::begin_if_needed() {
   RDRR_VK_RETURN_IF_ERROR(vkBeginCommandBuffer(cmd_.get(), &bi), "vkBeginCommandBuffer(recorder)");
   recording_ = true;
   if (queries_) {
-    vkCmdResetQueryPool(cmd_.get(), queries_.get(), 0, opts_.span_timestamps ? 2 : opts_.max_timed_dispatches + 1);
+    vkCmdResetQueryPool(cmd_.get(), queries_.get(), 0, query_count(opts_));
     vkCmdWriteTimestamp(cmd_.get(), VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries_.get(), 0);
   }
   return Status::Ok();
@@ -215,7 +218,9 @@ Result<SubmitResult> Recorder::submit_and_wait() {
   vkCmdPipelineBarrier(cmd_.get(), VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
                        VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
                        0, 1, &mb, 0, nullptr, 0, nullptr);
-  if (queries_ && opts_.span_timestamps) vkCmdWriteTimestamp(cmd_.get(), VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries_.get(), 1);
+  if (queries_ && opts_.span_timestamps) {
+    vkCmdWriteTimestamp(cmd_.get(), VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries_.get(), 1);
+  }
   reset_state();
   RDRR_VK_RETURN_IF_ERROR(vkEndCommandBuffer(cmd_.get()), "vkEndCommandBuffer(recorder)");
   VkFence f = fence_.get();
@@ -232,26 +237,22 @@ Result<SubmitResult> Recorder::submit_and_wait() {
                                           std::to_string(device_.options().fence_timeout_ns / 1000000) + " ms");
   }
   RDRR_RETURN_IF_ERROR(vk_check(r, "vkWaitForFences(" + site + ")"));
-  if (queries_ && opts_.span_timestamps) {
-    uint64_t ts[2] = {0, 0};
-    RDRR_VK_RETURN_IF_ERROR(vkGetQueryPoolResults(device_.vk(), queries_.get(), 0, 2, sizeof ts, ts, sizeof(uint64_t),
-                                                  VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
-                            "vkGetQueryPoolResults(span)");
-    const uint32_t bits = device_.caps().timestamp_valid_bits;
-    const uint64_t mask = bits >= 64 ? ~uint64_t{0} : ((uint64_t{1} << bits) - 1);
-    out.span_ms = static_cast<double>(((ts[1] & mask) - (ts[0] & mask)) & mask) * device_.caps().timestamp_period_ns / 1e6;
-  }
-  if (queries_ && opts_.timestamps && timed > 0) {
-    std::vector<uint64_t> ts(timed + 1);
+  const uint32_t n_ts = opts_.span_timestamps ? 2 : timed + 1;
+  if (queries_ && n_ts > 1) {
+    std::vector<uint64_t> ts(n_ts);
     RDRR_VK_RETURN_IF_ERROR(
-        vkGetQueryPoolResults(device_.vk(), queries_.get(), 0, timed + 1, ts.size() * sizeof(uint64_t), ts.data(),
+        vkGetQueryPoolResults(device_.vk(), queries_.get(), 0, n_ts, ts.size() * sizeof(uint64_t), ts.data(),
                               sizeof(uint64_t), VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
         "vkGetQueryPoolResults(timestamps)");
     const uint32_t bits = device_.caps().timestamp_valid_bits;
     const uint64_t mask = bits >= 64 ? ~uint64_t{0} : ((uint64_t{1} << bits) - 1);
-    for (uint32_t i = 0; i < timed; ++i) {
-      const uint64_t ticks = ((ts[i + 1] & mask) - (ts[i] & mask)) & mask;
-      out.timings.push_back({labels[i], static_cast<double>(ticks) * device_.caps().timestamp_period_ns / 1e6});
+    auto ms_between = [&](uint64_t from, uint64_t to) {
+      return static_cast<double>(((to & mask) - (from & mask)) & mask) * device_.caps().timestamp_period_ns / 1e6;
+    };
+    if (opts_.span_timestamps) {
+      out.span_ms = ms_between(ts[0], ts[1]);
+    } else {
+      for (uint32_t i = 0; i < timed; ++i) out.timings.push_back({labels[i], ms_between(ts[i], ts[i + 1])});
     }
   }
   return out;
