@@ -117,15 +117,19 @@ struct GemvCase {
 // Per-call time of `record_one(recorder, copy_index)` over rotating copies, median over `iters` batches (after
 // two warm-up batches): GPU timestamps around every dispatch (rec), and the GPU span of a batch recorded
 // without per-dispatch timestamps (plain, span_timestamps) / copies.
-template <typename RecordOne>
-Result<Timing> time_rotating(Recorder& rec, Recorder& plain, uint32_t copies, int iters, RecordOne record_one) {
+// `prepare(recorder)` records setup ahead of the calls (e.g. split-K scratch tickets).
+template <typename RecordOne, typename Prepare>
+Result<Timing> time_rotating(Recorder& rec, Recorder& plain, uint32_t copies, int iters, RecordOne record_one,
+                             Prepare prepare) {
   std::vector<double> gpu_us;
   std::vector<double> batch_us;
   for (int it = -2; it < iters; ++it) {
+    RDRR_RETURN_IF_ERROR(prepare(rec));
     for (uint32_t c = 0; c < copies; ++c) RDRR_RETURN_IF_ERROR(record_one(rec, c));
     RDRR_ASSIGN_OR_RETURN(runtime::SubmitResult res, rec.submit_and_wait());
     double ms = 0.0;
     for (const runtime::DispatchTiming& t : res.timings) ms += t.gpu_ms;
+    RDRR_RETURN_IF_ERROR(prepare(plain));
     for (uint32_t c = 0; c < copies; ++c) RDRR_RETURN_IF_ERROR(record_one(plain, c));
     RDRR_ASSIGN_OR_RETURN(runtime::SubmitResult span, plain.submit_and_wait());
     if (it >= 0) {
@@ -136,6 +140,10 @@ Result<Timing> time_rotating(Recorder& rec, Recorder& plain, uint32_t copies, in
   std::sort(gpu_us.begin(), gpu_us.end());
   std::sort(batch_us.begin(), batch_us.end());
   return Timing{gpu_us[gpu_us.size() / 2], batch_us[batch_us.size() / 2]};
+}
+template <typename RecordOne>
+Result<Timing> time_rotating(Recorder& rec, Recorder& plain, uint32_t copies, int iters, RecordOne record_one) {
+  return time_rotating(rec, plain, copies, iters, record_one, [](Recorder&) { return Status::Ok(); });
 }
 
 uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
@@ -189,6 +197,12 @@ struct Bench {
       a.tuning = c.tuning;
       if (scratch_bytes != 0) a.scratch = sb->range().sub(slot * scratch_stride, scratch_bytes);
       return runtime::record_gemv(r, a);
+    }, [&](Recorder& r) {
+      // Every scratch's tickets zeroed ahead of the calls: independent calls stay free of barriers.
+      for (uint32_t i = 0; scratch_bytes != 0 && i < (c.independent ? copies : 1); ++i) {
+        RDRR_RETURN_IF_ERROR(runtime::record_gemv_scratch_init(r, sb->range().sub(i * scratch_stride, scratch_bytes)));
+      }
+      return Status::Ok();
     });
     if (!us.ok()) return table.fail(row, us.status().to_string());
     row.copies = copies;
@@ -337,6 +351,9 @@ std::vector<GemvCase> gemv_cases(bool tune) {
   for (DType d : {DType::kF16, DType::kQ8_0, DType::kQ6_K, DType::kQ4_K}) c.push_back({d, Layout::kRowWise, {}, "indep", true});
   c.push_back({DType::kQ4_K, Layout::kColumnWise, {}, "indep", true});
   if (!tune) return c;
+  GemvTuning f32_decode;
+  f32_decode.decode = 1;
+  c.push_back({DType::kQ4_K, Layout::kRowWise, f32_decode, "f32 indep", true});
   // Specialization sweeps. Rows path {local_size_x, num_rows, -, -, diag, unroll}; diag rows are not real
   // GEMVs (1: no x reads, 2: no decode, 3: neither) and show which resource bounds the kernel.
   const GemvTuning row_tunes[] = {{128, 4, 0, 0, 0, 0}, {32, 4, 0, 0, 0, 0}, {64, 2, 0, 0, 0, 0},
@@ -359,13 +376,12 @@ std::vector<GemvCase> gemv_cases(bool tune) {
     if (t.unroll) v += num_label("_u", t.unroll);
     c.push_back({DType::kQ4_K, Layout::kRowWise, t, v});
   }
-  // Column split path {items per workgroup, -, input slices, inputs per split (0 = auto), diag}; diag 2: no
-  // decode, 4: no sum over the input slices, 6: both.
-  const GemvTuning col_tunes[] = {{8, 0, 32, 0},       {16, 0, 32, 0},      {4, 0, 32, 0},       {8, 0, 16, 512},
-                                  {8, 0, 32, 512},     {8, 0, 16, 128},     {8, 0, 32, 1024},    {4, 0, 32, 1024},
-                                  {8, 0, 32, 0, 2},    {8, 0, 32, 0, 4},    {8, 0, 32, 0, 6},
-                                  {8, 0, 32, 0, 0, 2}, {8, 0, 32, 0, 0, 8}, {8, 0, 16, 0, 0, 2},
-                                  {4, 0, 32, 1024, 0, 2}, {8, 0, 32, 0, 6, 8}};
+  // Column split path {items per workgroup, -, input slices, inputs per split (0 = auto), diag, unroll};
+  // diag 2: no decode.
+  const GemvTuning col_tunes[] = {{16, 0, 32, 0},      {8, 0, 16, 512},     {8, 0, 32, 512},    {8, 0, 16, 128},
+                                  {8, 0, 32, 1024},    {8, 0, 32, 128},     {8, 0, 32, 256},    {8, 0, 32, 0, 2},
+                                  {8, 0, 32, 0, 0, 2}, {8, 0, 32, 0, 0, 8}, {8, 0, 16, 0, 0, 2}, {16, 0, 16, 0},
+                                  {16, 0, 16, 0, 2},   {32, 0, 8, 0, 2},    {32, 0, 8, 0},      {32, 0, 8, 1024}};
   for (const GemvTuning& t : col_tunes) {
     std::string v = tune_label("x", t.local_size_x, "_ks", t.k_split);
     if (t.k_chunk) v += num_label("_kc", t.k_chunk);

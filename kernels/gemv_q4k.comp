@@ -18,22 +18,28 @@
 // k, so the blocks of a range of inputs are contiguous memory. The inputs are cut into splits of k_chunk;
 // workgroup (item group ig, split s) streams the blocks of its split: invocation (tx, ty) owns item
 // ig * local_size_x + tx (32 outputs) and accumulates inputs k = ty, ty + local_size_y, ... of the split
-// (four inputs' vectors in flight), then the local_size_y partial sums of each output are added in order
-// through shared memory. Modes: 1 (one split) writes y; 0 writes partials[split_begin + s][n] for
-// gemv_reduce.comp (several binding ranges); 2 writes the partials, then the last workgroup of each item
-// group to finish (a ticket per item group: atomic compare-swap on the scratch, tagged with the call's epoch
-// so stale or uninitialised tickets count as zero, and invalidated by the last arrival) adds the n_splits
-// partials of its outputs in split order and writes y: one dispatch, deterministic.
-//   Bindings: 0 W (uvec4), 1 x (f32; reads x[k_begin .. k_begin + k)), 2 scratch (coherent; f32 partials
-//     [splits][n_out], uint tickets at counter_base), 3 y (f32[n_out]).
+// (UNROLL inputs' vectors in flight). The local_size_y partial sums of each output are then added: slices
+// that share a subgroup with shuffles (a butterfly: every lane ends with the same sum), then the subgroups'
+// sums in subgroup order through shared memory. Modes: 1 (one split) writes y; 0 writes partials[split_begin
+// + s][n] for gemv_reduce.comp (several binding ranges, or more item groups than tickets); 2 writes the
+// partials, then the last workgroup of each item group to finish adds the n_splits partials of its outputs in
+// split order and writes y: one dispatch, deterministic. "Last" is counted on a ticket per item group (one
+// atomicAdd per workgroup). Tickets are zero at rest: the last arrival stores zero again, and the runtime
+// zeroes them (gemv_reduce with no splits) before a scratch's first use in a command buffer. An arrival that
+// counts past n_splits (a ticket that was not zero) writes NaN to its outputs instead of a wrong sum.
+//   Bindings: 0 W (uvec4), 1 x (f32; reads x[k_begin .. k_begin + k)), 2 scratch (coherent; uint tickets at
+//     counter_base, f32 partials [splits][n_out] from part_base), 3 y (f32[n_out]).
 //   Push: n_out, k (inputs in this dispatch), k_begin, blocks_per_k (ceil(N / 256)), w_base (uvec4 index of
 //     block (k_begin, 0)), k_chunk (inputs per split), split_begin, n_item_groups, n_groups, mode, n_splits,
-//     counter_base, epoch, pad x3.
+//     counter_base, part_base, pad x3.
 //   Spec: 0 local_size_x (8 items), 1 local_size_y (32 input slices), 2 DIAG (0), 3 UNROLL (4).
 //   Grid: n_item_groups * ceil(k / k_chunk) workgroups, folded into x and y.
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #extension GL_EXT_control_flow_attributes : require
+#if defined(COLUMN_SPLIT)
+#extension GL_KHR_shader_subgroup_shuffle : require
+#endif
 #include "common.glsl"
 #include "q4_k_vec.glsl"
 
@@ -46,8 +52,7 @@ layout(constant_id = 1) const uint NUM_ROWS = 4;
 #error "gemv_q4k.comp: define ROWS or COLUMN_SPLIT"
 #endif
 // Diagnostics for bench_kernels only (wrong results), bit flags: 1 = x never read from memory (rows path),
-// 2 = weights read but not decoded (rows 3 = both: the weight stream alone), 4 = column split: no sum over the
-// input slices (partials straight from slice 0; mode 2 only). 0 in every real use.
+// 2 = weights read but not decoded (rows 3 = both: the weight stream alone). 0 in every real use.
 layout(constant_id = 2) const uint DIAG = 0;
 #if defined(ROWS)
 layout(constant_id = 3) const uint UNROLL = 1;  // items per iteration, all their weights loaded first
@@ -199,44 +204,38 @@ layout(push_constant) uniform Push {
   uint mode;          // 0 partials only, 1 y directly (one split), 2 partials + last-workgroup merge
   uint n_splits;      // mode 2: splits of every item group (all in this dispatch)
   uint counter_base;  // mode 2: uint index of the item-group tickets in the scratch binding
-  uint epoch;         // mode 2: 1 .. 2^20 - 2, different for consecutive calls
+  uint part_base;     // float index of partials[0][0] in the scratch binding
   uint pad0;
   uint pad1;
   uint pad2;
 } pc;
 
-shared bool col_last;
-
-// Ticket of item group ig for this call: (epoch << 12) | arrivals; a ticket of another epoch (an earlier
-// call, or uninitialised memory) counts as 0 arrivals. Returns true for the last of the n_splits arrivals,
-// which then invalidates the ticket (all ones: no epoch matches it).
-bool arrive_last(uint slot) {
-  uint old = cnt[slot];
-  uint nxt = 0u;
-  for (;;) {
-    nxt = (old >> 12) == pc.epoch ? old + 1u : (pc.epoch << 12) | 1u;
-    const uint seen = atomicCompSwap(cnt[slot], old, nxt);
-    if (seen == old) break;
-    old = seen;
-  }
-  const bool last = (nxt & 0xfffu) == pc.n_splits;
-  if (last) atomicExchange(cnt[slot], 0xffffffffu);
-  return last;
-}
+shared uint col_ticket;
 
 #define MERGE_INFLIGHT 32u  // runtime/ops_gemv.cpp kMaxMergeSplits
-#define PASS_OUTPUTS 8u  // outputs per invocation reduced per shared-memory pass (4 passes of 32)
-shared float col_scratch[gl_WorkGroupSize.x * gl_WorkGroupSize.y * PASS_OUTPUTS];
+// Shared floats for the sum over slice groups: (slice groups x items) rows of VP + 1 values (padded against
+// bank conflicts), VP values per invocation per pass (all 32 in one pass with 32-wide subgroups).
+#define RED_FLOATS 2176u
+shared float col_red[RED_FLOATS];
+
+// Output index of value v (0..31) of item it: values 64c + 16h + i (v = i < 16) and + 32 (v >= 16).
+uint col_output(uint it, uint v) {
+  const uint j = it & 7u;
+  return (it >> 3) * 256u + 64u * (j >> 1) + 16u * (j & 1u) + (v < 16u ? v : v + 16u);
+}
 
 void main() {
   const uint g = folded_group_index();
   if (g >= pc.n_groups) return;  // uniform per workgroup
   const uint tx = gl_LocalInvocationID.x;
   const uint ty = gl_LocalInvocationID.y;
+  const uint items = gl_WorkGroupSize.x;
+  const uint slices = gl_WorkGroupSize.y;
   const uint ig = g % pc.n_item_groups;
   const uint s = g / pc.n_item_groups;
-  const uint item = ig * gl_WorkGroupSize.x + tx;
-  const bool valid = item < pc.blocks_per_k * 8u;
+  const uint item = ig * items + tx;
+  const uint n_items = pc.blocks_per_k * 8u;
+  const bool valid = item < n_items;
   const uint b = item >> 3;
   const uint j = item & 7u;
   const uint k_lo = s * pc.k_chunk;
@@ -247,12 +246,12 @@ void main() {
   float min_lo = 0.0;
   float min_hi = 0.0;
   if (valid) {
-    for (uint k0 = k_lo + ty; k0 < k_hi; k0 += UNROLL * gl_WorkGroupSize.y) {
+    for (uint k0 = k_lo + ty; k0 < k_hi; k0 += UNROLL * slices) {
       uvec4 hdr[UNROLL];
       uvec4 qv[UNROLL];
       float xs[UNROLL];
       [[unroll]] for (uint u = 0u; u < UNROLL; ++u) {
-        const uint kk = k0 + u * gl_WorkGroupSize.y;
+        const uint kk = k0 + u * slices;
         hdr[u] = uvec4(0u);
         qv[u] = uvec4(0u);
         xs[u] = 0.0;
@@ -290,30 +289,38 @@ void main() {
     acc[i] -= min_lo;
     acc[16u + i] -= min_hi;
   }
-  // Sum over ty in order, PASS_OUTPUTS outputs per invocation at a time.
+
+  // Slices sharing a subgroup: lanes items apart hold the same item when invocations fill subgroups in order
+  // (checked; otherwise every slice goes through shared memory).
   const uint lid = gl_LocalInvocationIndex;
-  const uint items = gl_WorkGroupSize.x;
-  const uint row_base = (pc.split_begin + s) * pc.n_out;
-  if ((DIAG & 4u) != 0u) {  // diagnostic: no sum over ty (slice 0's sums stand for the totals)
-    if (ty == 0u && item < pc.blocks_per_k * 8u) {
+  const uint sg = gl_SubgroupSize;
+  const bool linear = subgroupAnd(lid == gl_SubgroupID * sg + gl_SubgroupInvocationID ? 1u : 0u) != 0u;
+  uint spg = 1u;  // slices per subgroup, summed with shuffles
+  if (sg > items && sg % items == 0u && (items * slices) % sg == 0u && linear) spg = sg / items;
+  for (uint m = items; m < items * spg; m <<= 1) {
+    [[unroll]] for (uint v = 0u; v < 32u; ++v) acc[v] += subgroupShuffleXor(acc[v], m);
+  }
+  const uint n_sets = slices / spg;  // slice groups left to add, one row each per item
+  const uint set = ty / spg;
+  uint vp = 32u;
+  while (n_sets * items * (vp + 1u) > RED_FLOATS) vp >>= 1;
+  const uint row_base = pc.part_base + (pc.split_begin + s) * pc.n_out;
+  const uint wg_size = items * slices;
+  for (uint p0 = 0u; p0 < 32u; p0 += vp) {
+    if (ty % spg == 0u) {
       [[unroll]] for (uint v = 0u; v < 32u; ++v) {
-        const uint n = b * 256u + 64u * (j >> 1) + 16u * (j & 1u) + (v < 16u ? v : v + 16u);
-        if (n < pc.n_out) part[row_base + n] = acc[v];
+        if (v >= p0 && v < p0 + vp) col_red[(set * items + tx) * (vp + 1u) + (v - p0)] = acc[v];
       }
     }
-  }
-  [[unroll]] for (uint p = 0u; p < ((DIAG & 4u) != 0u ? 0u : 32u / PASS_OUTPUTS); ++p) {
-    [[unroll]] for (uint i = 0u; i < PASS_OUTPUTS; ++i) col_scratch[(ty * items + tx) * PASS_OUTPUTS + i] = acc[p * PASS_OUTPUTS + i];
     barrier();
-    for (uint o = lid; o < items * PASS_OUTPUTS; o += gl_WorkGroupSize.x * gl_WorkGroupSize.y) {
-      const uint otx = o / PASS_OUTPUTS;
-      const uint v = p * PASS_OUTPUTS + o % PASS_OUTPUTS;  // value index 0..31 of item otx
+    for (uint o = lid; o < items * vp; o += wg_size) {
+      const uint otx = o / vp;
+      const uint ov = o % vp;
       float total = 0.0;
-      for (uint t = 0u; t < gl_WorkGroupSize.y; ++t) total += col_scratch[(t * items + otx) * PASS_OUTPUTS + (o % PASS_OUTPUTS)];
+      for (uint t = 0u; t < n_sets; ++t) total += col_red[(t * items + otx) * (vp + 1u) + ov];
       const uint oitem = ig * items + otx;
-      const uint oj = oitem & 7u;
-      const uint n = (oitem >> 3) * 256u + 64u * (oj >> 1) + 16u * (oj & 1u) + (v < 16u ? v : v + 16u);
-      if (oitem < pc.blocks_per_k * 8u && n < pc.n_out) {
+      const uint n = col_output(oitem, p0 + ov);
+      if (oitem < n_items && n < pc.n_out) {
         if (pc.mode == 1u) {
           y[n] = total;
         } else {
@@ -327,22 +334,30 @@ void main() {
   // Mode 2: the last workgroup of this item group to finish adds the n_splits partials in split order.
   memoryBarrierBuffer();
   barrier();
-  if (lid == 0u) col_last = arrive_last(pc.counter_base + ig);
+  if (lid == 0u) {
+    const uint slot = pc.counter_base + ig;
+    const uint seen = atomicAdd(cnt[slot], 1u);
+    if (seen + 1u == pc.n_splits) cnt[slot] = 0u;  // at rest again for the next call
+    col_ticket = seen;
+  }
   barrier();
-  if (!col_last) return;
+  const uint seen = col_ticket;
+  if (seen + 1u < pc.n_splits) return;
   memoryBarrierBuffer();
-  for (uint o = lid; o < items * 32u; o += gl_WorkGroupSize.x * gl_WorkGroupSize.y) {
+  for (uint o = lid; o < items * 32u; o += wg_size) {
     const uint oitem = ig * items + o / 32u;
-    const uint v = o % 32u;
-    const uint oj = oitem & 7u;
-    const uint n = (oitem >> 3) * 256u + 64u * (oj >> 1) + 16u * (oj & 1u) + (v < 16u ? v : v + 16u);
-    if (oitem < pc.blocks_per_k * 8u && n < pc.n_out) {
+    const uint n = col_output(oitem, o % 32u);
+    if (oitem < n_items && n < pc.n_out) {
+      if (seen >= pc.n_splits) {  // the ticket was not at rest: no sum can be trusted
+        y[n] = uintBitsToFloat(0x7fc00000u);
+        continue;
+      }
       // Added in split order. Up to MERGE_INFLIGHT splits (the runtime's single-range limit): every partial
       // in flight at once, so the merge tail costs one memory round trip; more: eight at a time.
       float total = 0.0;
       if (pc.n_splits <= MERGE_INFLIGHT) {
         float v[MERGE_INFLIGHT];
-        [[unroll]] for (uint u = 0u; u < MERGE_INFLIGHT; ++u) v[u] = u < pc.n_splits ? part[u * pc.n_out + n] : 0.0;
+        [[unroll]] for (uint u = 0u; u < MERGE_INFLIGHT; ++u) v[u] = u < pc.n_splits ? part[pc.part_base + u * pc.n_out + n] : 0.0;
         total = v[0];
         [[unroll]] for (uint u = 1u; u < MERGE_INFLIGHT; ++u) {
           if (u < pc.n_splits) total += v[u];
@@ -351,10 +366,10 @@ void main() {
         uint t = 0u;
         for (; t + 8u <= pc.n_splits; t += 8u) {
           float v[8];
-          [[unroll]] for (uint u = 0u; u < 8u; ++u) v[u] = part[(t + u) * pc.n_out + n];
+          [[unroll]] for (uint u = 0u; u < 8u; ++u) v[u] = part[pc.part_base + (t + u) * pc.n_out + n];
           [[unroll]] for (uint u = 0u; u < 8u; ++u) total += v[u];
         }
-        for (; t < pc.n_splits; ++t) total += part[t * pc.n_out + n];
+        for (; t < pc.n_splits; ++t) total += part[pc.part_base + t * pc.n_out + n];
       }
       y[n] = total;
     }

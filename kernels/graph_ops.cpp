@@ -73,6 +73,7 @@ struct Companions {
   std::string_view kernel;
   std::span<const std::string_view> others;
 };
+// The ticket zeroing and the multi-range merge (runtime/ops_gemv.cpp).
 constexpr std::string_view kColSplit[] = {"gemv_reduce"};
 // The integer-dot variant the runtime picks where packed 8-bit dot products are native (runtime/ops_gemv.cpp).
 constexpr std::string_view kQ4KVec[] = {"gemv_q4_k_dot"};

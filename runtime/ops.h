@@ -38,8 +38,10 @@ struct GemvTuning {
 // row_wise and flat with k % 256 == 0 in one dispatch per binding range; column_wise streams its blocks in
 // split-K form when `scratch` holds the partial sums (gemv_scratch_bytes): one dispatch whose last workgroup
 // per output group adds the splits in a fixed order (deterministic); a weight spanning several binding
-// ranges adds a gemv_reduce.comp dispatch. The scratch needs no initialisation and may be reused by any later
-// call. Without scratch (or unaligned), the generic gemv.comp paths run.
+// ranges adds a gemv_reduce.comp dispatch. The scratch needs no initialisation: its first 4 KiB are the
+// merge tickets, zeroed by a small gemv_reduce dispatch at the scratch's first use in a recording and left at
+// zero by every call; between calls in one recording nothing else may write it. Without scratch (or
+// unaligned), the generic gemv.comp paths run.
 struct GemvArgs {
   BufferRange w;
   quant::DType dtype = quant::DType::kF32;
@@ -56,6 +58,11 @@ struct GemvArgs {
   std::string_view kernel;
 };
 Status record_gemv(Recorder& rec, const GemvArgs& args, std::string_view label = "gemv");
+
+// Zeroes the split-K tickets of `scratch` unless this recording already did. record_gemv does it itself
+// before a scratch's first merging call; recording it ahead of several independent calls (each with its own
+// scratch) keeps the barrier that orders it before them from separating the calls.
+Status record_gemv_scratch_init(Recorder& rec, const BufferRange& scratch);
 
 // Scratch bytes that let record_gemv use the split-K path with its automatic split size (Q4_K column_wise;
 // 0 for every other dtype / layout). A smaller scratch makes the splits longer (fewer partials); one too

@@ -31,7 +31,7 @@ using namespace ops_detail;
 
 struct SplitPush {
   uint32_t n_out, k, k_begin, blocks_per_k, w_base, k_chunk, split_begin, n_item_groups, n_groups;
-  uint32_t mode, n_splits, counter_base, epoch, pad0, pad1, pad2;
+  uint32_t mode, n_splits, counter_base, part_base, pad0, pad1, pad2;
 };
 struct ReducePush {
   uint32_t n_out, n_splits, n_groups, pad0;
@@ -40,8 +40,19 @@ static_assert(sizeof(SplitPush) == 64 && sizeof(ReducePush) == 16);
 
 constexpr uint64_t kQ4KVecBytes = 16;       // gemv_q4k.comp reads blocks as uvec4
 constexpr uint32_t kMinAutoKChunk = 64;     // automatic split size floor (2 inputs per slice, 32 slices)
-constexpr uint64_t kTargetSplitGroups = 512;  // automatic split size aims for at least this many workgroups
-constexpr uint64_t kMaxSplits = 4095;         // gemv_q4k.comp tickets count arrivals in 12 bits
+// Automatic split size: the longest splits (up to 32 inputs per slice) that still give this many workgroups,
+// but no more than kPreferredSplits splits where longer ones allow it (each split adds a partial per output
+// to the merge). H100, bench_kernels, GPU span per serialized call (old 512-workgroup rule -> this):
+// 4096x14336 28.6 -> 27.4 us, 14336x4096 29.5 -> 27.1, 2048x2048 10.2 -> 8.3, 8192x2048 14.7 -> 12.3,
+// 2048x8192 13.2 -> 13.7.
+constexpr uint64_t kTargetSplitGroups = 200;
+constexpr uint64_t kPreferredSplits = 16;
+constexpr uint64_t kMaxAutoPerSlice = 32;
+constexpr uint64_t kMaxSplits = 4095;         // splits per call at most
+// The scratch starts with one ticket per item group (uint, zero at rest), then the partials. More item groups
+// than tickets: partials and gemv_reduce.
+constexpr uint64_t kTicketWords = 1024;
+constexpr uint64_t kTicketBytes = kTicketWords * 4;
 constexpr uint64_t kMaxMergeSplits = 32;      // the merging workgroup reads this many partials per output
 // Vectorized rows path: a decode GEMV is one short wave, so with few workgroups (few rows) the registry's 64
 // invocations per workgroup leave the device under-occupied; below this many workgroups use 128 (H100,
@@ -57,12 +68,6 @@ constexpr uint32_t kDotMaxChunk = 16384;
 // 2048x8192 9.90 -> 9.83; 14336x4096 21.7 -> 21.9, 8192x2048 9.93 -> 10.24).
 constexpr uint32_t kDotMinK = 8192;
 constexpr uint32_t kDotGroupInvocations = 64;
-
-// Epoch of a column split call: tags its tickets (1 .. 2^20 - 2; consecutive calls differ).
-uint32_t next_epoch() {
-  static std::atomic<uint32_t> counter{0};
-  return 1 + counter.fetch_add(1, std::memory_order_relaxed) % 0xffffeu;
-}
 
 // The registry default of specialization constant `id` (1 when the kernel has none).
 uint32_t spec_default(const kernels::KernelInfo& kernel, uint32_t id) {
@@ -101,22 +106,27 @@ uint64_t count_splits(const std::vector<BindingRange>& ranges, uint64_t k_chunk)
   return n;
 }
 
-// Split size for the column split path: the tuning's, or the longest of 16 / 8 / 4 / 2 inputs per slice that
-// still gives kTargetSplitGroups workgroups; then doubled until the partials fit the scratch. 0 = no fit.
+// Whether a column split call merges in its own last workgroups (one binding range, a ticket per item group).
+bool merges(const std::vector<BindingRange>& ranges, uint64_t item_groups) {
+  return ranges.size() == 1 && item_groups <= kTicketWords;
+}
+
+// Split size for the column split path: the tuning's, or the automatic one (kTargetSplitGroups); then doubled until the partials fit the scratch (and, merging, at
+// most kMaxMergeSplits splits). 0 = no fit.
 uint64_t choose_k_chunk(const GemvArgs& a, const std::vector<BindingRange>& ranges, uint64_t item_groups,
                         uint32_t slices) {
   uint64_t k_chunk = a.tuning.k_chunk;
   if (k_chunk == 0) {
-    uint64_t per_slice = 16;
+    uint64_t per_slice = kMaxAutoPerSlice;
     while (per_slice > 2 && item_groups * ceil_div(a.k, per_slice * slices) < kTargetSplitGroups) per_slice /= 2;
+    while (per_slice < kMaxAutoPerSlice && ceil_div(a.k, per_slice * slices) > kPreferredSplits) per_slice *= 2;
     k_chunk = per_slice * slices;
   }
-  // Room for the partials after the tickets (one per item group, single-range merge).
-  const uint64_t ticket_bytes = ranges.size() == 1 ? item_groups * 4 : 0;
-  if (a.scratch.size <= ticket_bytes) return 0;
-  const uint64_t capacity = std::min(kMaxSplits, (a.scratch.size - ticket_bytes) / (uint64_t{a.n_rows} * 4));
+  // Room for the partials after the tickets.
+  if (a.scratch.size <= kTicketBytes) return 0;
+  const uint64_t capacity = std::min(kMaxSplits, (a.scratch.size - kTicketBytes) / (uint64_t{a.n_rows} * 4));
   // The single-range merge happens at the tail of the dispatch: keep it short.
-  const uint64_t limit = ranges.size() == 1 ? std::min(capacity, kMaxMergeSplits) : capacity;
+  const uint64_t limit = merges(ranges, item_groups) ? std::min(capacity, kMaxMergeSplits) : capacity;
   while (count_splits(ranges, k_chunk) > limit) {
     if (k_chunk >= a.k) return 0;
     k_chunk *= 2;
@@ -124,33 +134,60 @@ uint64_t choose_k_chunk(const GemvArgs& a, const std::vector<BindingRange>& rang
   return k_chunk;
 }
 
+// Zeroes the tickets of a split-K scratch before its first use in this recording (gemv_reduce with no splits
+// writes zeros); the calls themselves leave them at zero.
+Status zero_tickets(Recorder& rec, const BufferRange& scratch, const std::string& ctx) {
+  if (!rec.first_use(scratch.buffer, scratch.offset)) return Status::Ok();
+  RDRR_ASSIGN_OR_RETURN(const Pipeline* reduce, get_pipeline(rec, "gemv_reduce", {}, ctx));
+  const uint64_t groups = ceil_div(kTicketWords, reduce->local_size()[0]);
+  RDRR_ASSIGN_OR_RETURN(const auto grid, fold_groups(rec, groups, ctx));
+  const ReducePush push{static_cast<uint32_t>(kTicketWords), 0, static_cast<uint32_t>(groups), 0};
+  const BufferRange tickets = scratch.sub(0, kTicketBytes);
+  const BufferRange bindings[] = {tickets, tickets};
+  return rec.dispatch(*reduce, bindings, push, grid, "gemv split tickets");
+}
+
+// The column split pipeline (gemv_q4k.comp COLUMN_SPLIT) for the tuning.
+Result<const Pipeline*> column_pipeline(Recorder& rec, const GemvTuning& t, const std::string& ctx) {
+  const uint32_t lx = t.local_size_x != 0 ? t.local_size_x : 8;
+  if (lx % 8 != 0) {
+    // Item groups of whole blocks (what the slice sums and the merge assume).
+    return error(StatusCode::kInvalidArgument,
+                 ctx + ": column split local_size_x " + std::to_string(lx) + " is not a multiple of 8 (whole blocks)");
+  }
+  std::vector<SpecValue> spec;
+  if (t.local_size_x != 0) spec.push_back({0, t.local_size_x});
+  if (t.k_split != 0) spec.push_back({1, t.k_split});
+  if (t.diag != 0) spec.push_back({2, t.diag});
+  if (t.unroll != 0) spec.push_back({3, t.unroll});
+  return get_pipeline(rec, "gemv_q4_k_col_split", spec, ctx);
+}
+
 // Q4_K column_wise, split-K (gemv_q4k.comp COLUMN_SPLIT): one dispatch (one split: y directly; several: the
 // last workgroup per item group merges), or, over several binding ranges, one dispatch per range writing
-// partials and gemv_reduce.comp. Returns false (nothing recorded) when the scratch or the block alignment
-// does not allow it.
+// partials and gemv_reduce.comp. Returns false (nothing recorded) when the scratch, the block alignment or
+// the device's subgroup operations do not allow it.
 Result<bool> record_column_split(Recorder& rec, const GemvArgs& a, const std::vector<BindingRange>& ranges,
                                  const std::string& ctx, std::string_view label) {
   if (a.scratch.buffer == VK_NULL_HANDLE) return false;
   for (const BindingRange& r : ranges) {
     if (r.skip_bytes % kQ4KVecBytes != 0) return false;
   }
+  const DeviceCaps& caps = rec.device().caps();
+  const VkSubgroupFeatureFlags need = VK_SUBGROUP_FEATURE_ARITHMETIC_BIT | VK_SUBGROUP_FEATURE_SHUFFLE_BIT;
+  if (!caps.subgroup_in_compute || (caps.subgroup_ops & need) != need) return false;
   if (overlaps(a.scratch, a.w) || overlaps(a.scratch, a.x) || overlaps(a.scratch, a.y)) {
     return error(StatusCode::kValidation, ctx + ": scratch overlaps w, x or y");
   }
-  std::vector<SpecValue> spec;
-  if (a.tuning.local_size_x != 0) spec.push_back({0, a.tuning.local_size_x});
-  if (a.tuning.k_split != 0) spec.push_back({1, a.tuning.k_split});
-  if (a.tuning.diag != 0) spec.push_back({2, a.tuning.diag});
-  if (a.tuning.unroll != 0) spec.push_back({3, a.tuning.unroll});
-  RDRR_ASSIGN_OR_RETURN(const Pipeline* pipe, get_pipeline(rec, "gemv_q4_k_col_split", spec, ctx));
+  RDRR_ASSIGN_OR_RETURN(const Pipeline* pipe, column_pipeline(rec, a.tuning, ctx));
   const uint64_t blocks_per_k = ceil_div(a.n_rows, quant::kQK_K);
   const uint64_t item_groups = ceil_div(blocks_per_k * 8, pipe->local_size()[0]);
   const uint64_t k_chunk = choose_k_chunk(a, ranges, item_groups, pipe->local_size()[1]);
   if (k_chunk == 0) return false;
   const uint64_t n_splits = count_splits(ranges, k_chunk);
   const uint64_t out_bytes = uint64_t{a.n_rows} * 4;
-  const uint32_t mode = n_splits == 1 ? kDirect : ranges.size() == 1 ? kMergeLast : kPartialsOnly;
-  const uint32_t epoch = next_epoch();
+  const uint32_t mode = n_splits == 1 ? kDirect : merges(ranges, item_groups) ? kMergeLast : kPartialsOnly;
+  if (mode == kMergeLast) RDRR_RETURN_IF_ERROR(zero_tickets(rec, a.scratch, ctx));
   const BufferRange y = a.y.sub(0, out_bytes);
   uint64_t split_begin = 0;
   for (const BindingRange& r : ranges) {
@@ -168,8 +205,8 @@ Result<bool> record_column_split(Recorder& rec, const GemvArgs& a, const std::ve
                          static_cast<uint32_t>(groups),
                          mode,
                          static_cast<uint32_t>(n_splits),
-                         static_cast<uint32_t>(n_splits * a.n_rows),
-                         epoch,
+                         0,
+                         static_cast<uint32_t>(kTicketWords),
                          0,
                          0,
                          0};
@@ -182,7 +219,7 @@ Result<bool> record_column_split(Recorder& rec, const GemvArgs& a, const std::ve
   const uint64_t groups = ceil_div(a.n_rows, reduce->local_size()[0]);
   RDRR_ASSIGN_OR_RETURN(const auto grid, fold_groups(rec, groups, ctx));
   const ReducePush push{a.n_rows, static_cast<uint32_t>(n_splits), static_cast<uint32_t>(groups), 0};
-  const BufferRange bindings[] = {a.scratch.sub(0, n_splits * out_bytes), y};
+  const BufferRange bindings[] = {a.scratch.sub(kTicketBytes, n_splits * out_bytes), y};
   RDRR_RETURN_IF_ERROR(rec.dispatch(*reduce, bindings, push, grid, label));
   return true;
 }
@@ -201,7 +238,7 @@ Status record_column(Recorder& rec, const GemvArgs& a, const kernels::KernelInfo
     RDRR_ASSIGN_OR_RETURN(const bool split_done, record_column_split(rec, a, *ranges, ctx, label));
     if (split_done) return Status::Ok();
     if (forced_split) {
-      return error(StatusCode::kUnsupported, ctx + ": forced kernel gemv_q4_k_col_split cannot run these args "
+      return error(StatusCode::kUnsupported, ctx + ": forced kernel " + std::string(a.kernel) + " cannot run these args "
                                                    "(no scratch, scratch too small or blocks not 16-byte aligned)");
     }
   }
@@ -326,10 +363,18 @@ Status record_rows(Recorder& rec, const GemvArgs& a, const kernels::KernelInfo* 
 
 }  // namespace
 
+Status record_gemv_scratch_init(Recorder& rec, const BufferRange& scratch) {
+  if (scratch.size < kTicketBytes) {
+    return error(StatusCode::kInvalidArgument, "gemv scratch init: " + std::to_string(scratch.size) +
+                                                   " bytes < the " + std::to_string(kTicketBytes) + " ticket bytes");
+  }
+  return zero_tickets(rec, scratch, "gemv scratch init");
+}
+
 uint64_t gemv_scratch_bytes(DType dtype, Layout layout, uint32_t n_rows, uint32_t k) {
   if (dtype != DType::kQ4_K || layout != Layout::kColumnWise) return 0;
-  // Partials (+ 1 split per extra binding range) and one ticket per item group (at most 8 per block).
-  return (ceil_div(k, kMinAutoKChunk) + 1) * n_rows * 4 + ceil_div(n_rows, quant::kQK_K) * 8 * 4;
+  // The tickets, then the partials (+ 1 split per extra binding range).
+  return kTicketBytes + (ceil_div(k, kMinAutoKChunk) + 1) * n_rows * 4;
 }
 
 uint64_t packed_weight_bytes(DType dtype, Layout layout, uint64_t n_rows, uint64_t k) {

@@ -5,6 +5,7 @@
 #include <set>
 #include <string>
 
+#include "kernels/graph_ops.h"
 #include "kernels/kernel_test_ref.h"
 #include "runtime/ops.h"
 #include "runtime/vk_test_fixture.h"
@@ -82,8 +83,10 @@ class ForcedKernelTest : public VulkanTest {
     if (with_scratch) g.scratch = scratch.range();
     g.kernel = kernel;
     RecorderOptions opts;
-    opts.allowed_kernels = std::make_shared<const std::set<std::string, std::less<>>>(
-        std::set<std::string, std::less<>>{std::string(kernel.empty() ? "none" : kernel)});
+    // The forced kernel and its companions (kernels/graph_ops.h), as a graph pins them.
+    std::set<std::string, std::less<>> allowed{std::string(kernel.empty() ? "none" : kernel)};
+    for (std::string_view c : kernels::kernel_companions(kernel)) allowed.emplace(c);
+    opts.allowed_kernels = std::make_shared<const std::set<std::string, std::less<>>>(std::move(allowed));
     RDRR_ASSIGN_OR_RETURN(auto r, Recorder::create(dev(), opts));
     RDRR_RETURN_IF_ERROR(record_gemv(*r, g, "forced"));
     RDRR_RETURN_IF_ERROR(r->submit_and_wait().status());

@@ -16,6 +16,7 @@
 #include <set>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "quant/status.h"
@@ -72,6 +73,10 @@ class Recorder {
   // Ends, submits, waits for the fence; resets for reuse (also after an error).
   Result<SubmitResult> submit_and_wait();
 
+  // True the first time (buffer, offset) is passed in this recording (until submit_and_wait): lets an op
+  // initialise per-recording state once, e.g. the split-K GEMV tickets of a scratch range.
+  bool first_use(VkBuffer buffer, uint64_t offset) { return first_uses_.insert({buffer, offset}).second; }
+
   uint32_t dispatch_count() const { return dispatches_; }
   uint32_t barrier_count() const { return barriers_; }
 
@@ -95,6 +100,7 @@ class Recorder {
   uint32_t dispatches_ = 0;
   uint32_t barriers_ = 0;
   std::vector<std::string> labels_;
+  std::set<std::pair<VkBuffer, uint64_t>> first_uses_;
 };
 
 }  // namespace rdrr::runtime
