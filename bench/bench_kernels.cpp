@@ -365,6 +365,11 @@ std::vector<GemvCase> gemv_cases(bool tune) {
   const GemvTuning dot_tunes[] = {{0, 0, 0, 0, 0, 0, 1, 0}, {64, 8, 0, 0, 0, 0, 2, 4}, {64, 2, 0, 0, 0, 0, 2, 8},
                                   {64, 2, 0, 0, 0, 0, 2, 4}, {64, 4, 0, 0, 0, 0, 2, 2}, {64, 8, 0, 0, 0, 0, 2, 2},
                                   {64, 4, 0, 0, 0, 0, 2, 8}};
+  // Q6_K rows on words (gemv_q6k.comp) {local_size_x, NUM_ROWS}.
+  const GemvTuning q6_tunes[] = {{64, 1}, {64, 4}, {32, 2}, {128, 2}, {128, 1}, {32, 4}};
+  for (const GemvTuning& t : q6_tunes) {
+    c.push_back({DType::kQ6_K, Layout::kRowWise, t, tune_label("wg", t.local_size_x, "_rows", t.num_rows)});
+  }
   for (const GemvTuning& t : dot_tunes) {
     std::string v = t.decode == 1 ? "f32" : tune_label("dot_rg", t.row_groups, "_rows", t.num_rows);
     c.push_back({DType::kQ4_K, Layout::kRowWise, t, v});

@@ -154,6 +154,23 @@ const GemvCase kCases[] = {
     {DType::kQ6_K, Layout::kRowWise, 19, 512, {}},
     {DType::kQ6_K, Layout::kRowWise, 7, 300, {128, 1, 0}},
     {DType::kQ6_K, Layout::kFlat, 9, 300, {}},
+    // Vectorized Q6_K rows (gemv_q6k.comp): 3 blocks per row (block starts alternate between 4-byte aligned
+    // and 2 bytes past), a tensor 2 bytes past a word (every parity flipped), row padding, rows not dividing
+    // NUM_ROWS, flat with K % 256 == 0, a long row, and K % 4 != 0 (generic kernel).
+    {DType::kQ6_K, Layout::kRowWise, 37, 768, {}},
+    {DType::kQ6_K, Layout::kRowWise, 37, 768, {}, 0, 66},
+    {DType::kQ6_K, Layout::kRowWise, 5, 300, {32, 4, 0}},
+    {DType::kQ6_K, Layout::kFlat, 13, 512, {}},
+    {DType::kQ6_K, Layout::kRowWise, 21, 4096, {64, 4, 0}},
+    {DType::kQ6_K, Layout::kRowWise, 3, 301, {}},
+    // Q8_0 rows: odd blocks per row, a tensor 2 bytes past a word, row padding, flat with K % 32 == 0, a long
+    // row, K % 4 != 0.
+    {DType::kQ8_0, Layout::kRowWise, 37, 96, {}},
+    {DType::kQ8_0, Layout::kRowWise, 37, 96, {}, 0, 66},
+    {DType::kQ8_0, Layout::kRowWise, 5, 300, {32, 4, 0}},
+    {DType::kQ8_0, Layout::kFlat, 13, 64, {}},
+    {DType::kQ8_0, Layout::kRowWise, 21, 4096, {64, 4, 0}},
+    {DType::kQ8_0, Layout::kRowWise, 3, 301, {}},
     {DType::kQ4_K, Layout::kRowWise, 21, 512, {}},
     {DType::kQ4_K, Layout::kRowWise, 11, 300, {32, 3, 0}},
     {DType::kQ4_K, Layout::kRowWise, 3, 1, {}},
@@ -374,6 +391,22 @@ TEST_F(GemvErrors, NamesTheBadField) {
       << s.message();
   a.tuning = {};
   a.scratch = {};
+  // gemv_q6_k_vec forced where K % 4 != 0 (its x reads are 4-value vectors): an error, not the generic kernel.
+  a.dtype = DType::kQ6_K;
+  a.layout = Layout::kRowWise;
+  a.n_rows = 2;
+  a.k = 30;
+  a.kernel = "gemv_q6_k_vec";
+  s = runtime::record_gemv(rec(), a, "output");
+  EXPECT_EQ(s.code(), StatusCode::kUnsupported);
+  EXPECT_NE(s.message().find("gemv output [Q6_K row_wise N=2 K=30]: forced kernel gemv_q6_k_vec cannot run these "
+                             "args (rows not whole blocks or K not a multiple of 4)"),
+            std::string::npos)
+      << s.message();
+  a.kernel = {};
+  a.layout = Layout::kColumnWise;
+  a.n_rows = 4;
+  a.k = 20;
   a.dtype = DType::kQ6_K;
   s = runtime::record_gemv(rec(), a, "q");
   EXPECT_EQ(s.code(), StatusCode::kUnsupported);

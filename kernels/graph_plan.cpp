@@ -59,6 +59,10 @@ struct Planner {
       if (layout == Layout::kColumnWise) return std::string("gemv_q4_k_col_split");
       if (layout == Layout::kRowWise || k % quant::kQK_K == 0) return std::string("gemv_q4_k_vec");
     }
+    if (pass == Pass::kDecode && t.dtype == DType::kQ6_K && k % 4 == 0 &&
+        (layout == Layout::kRowWise || k % quant::kQK_K == 0)) {
+      return std::string("gemv_q6_k_vec");
+    }
     const Op op = pass == Pass::kPrefill ? Op::kGemm : Op::kGemv;
     const KernelInfo* k_info = find_kernel(op, t.dtype, layout);
     if (k_info == nullptr) {

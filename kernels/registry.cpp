@@ -63,6 +63,9 @@ constexpr SpecInfo kGemvVecSpec[] = {{0, "local_size_x", 64, SpecRole::kLocalSiz
                                      {1, "NUM_ROWS", 4, SpecRole::kTuning},
                                      {2, "DIAG", 0, SpecRole::kTuning},
                                      {3, "UNROLL", 1, SpecRole::kTuning}};
+// Q6_K on 32-bit words (gemv_q6k.comp).
+constexpr SpecInfo kGemvWordsSpec[] = {{0, "local_size_x", 64, SpecRole::kLocalSizeX},
+                                       {1, "NUM_ROWS", 2, SpecRole::kTuning}};
 constexpr SpecInfo kGemvSplitSpec[] = {{0, "local_size_x", 8, SpecRole::kLocalSizeX},
                                        {1, "local_size_y", 32, SpecRole::kLocalSizeY},
                                        {2, "DIAG", 0, SpecRole::kTuning},
@@ -108,6 +111,8 @@ constexpr KernelInfo kKernels[] = {
     // Picked by record_gemv (runtime/ops_gemv.cpp) when blocks are 16-byte aligned (and, for column_wise, a
     // split-K scratch is given); find_kernel returns the generic entries above.
     {"gemv_q4_k_vec", "gemv_q4k.comp", "main", "ROWS", Op::kGemv, kQ4_K, kRowLayouts, kGemvBindings, kGemvVecSpec, 32,
+     kGemvGrid},
+    {"gemv_q6_k_vec", "gemv_q6k.comp", "main", "", Op::kGemv, kQ6_K, kRowLayouts, kGemvBindings, kGemvWordsSpec, 32,
      kGemvGrid},
     {"gemv_q4_k_col_split", "gemv_q4k.comp", "main", "COLUMN_SPLIT", Op::kGemv, kQ4_K, kColumnWise, kGemvSplitBindings,
      kGemvSplitSpec, 64, "n_item_groups * ceil(k / k_chunk) workgroups, folded into x and y"},

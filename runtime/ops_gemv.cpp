@@ -283,6 +283,36 @@ Result<std::vector<SpecValue>> dot_spec(const GemvTuning& t, const kernels::Kern
   return spec;
 }
 
+// Q6_K rows of whole blocks, K % 4 == 0 (gemv_q6k.comp: 32-bit word loads): one dispatch per binding range of
+// whole rows.
+Status record_q6_vec(Recorder& rec, const GemvArgs& a, const std::vector<BindingRange>& ranges,
+                        uint64_t row_stride, const std::string& ctx, std::string_view label) {
+  std::vector<SpecValue> spec;
+  if (a.tuning.local_size_x != 0) spec.push_back({0, a.tuning.local_size_x});
+  if (a.tuning.num_rows != 0) spec.push_back({1, a.tuning.num_rows});
+  RDRR_ASSIGN_OR_RETURN(const Pipeline* pipe, get_pipeline(rec, "gemv_q6_k_vec", spec, ctx));
+  const uint64_t num_rows = pipe->spec(1);
+  const uint64_t blocks_per_row = row_stride / quant::kQK_K;
+  for (const BindingRange& r : ranges) {
+    const uint64_t row_begin = r.first_granule;  // granule = one row of whole blocks
+    const uint64_t row_end = std::min<uint64_t>(a.n_rows, r.first_granule + r.granule_count);
+    if (row_begin >= row_end) continue;
+    const uint64_t groups = ceil_div(row_end - row_begin, num_rows);
+    RDRR_ASSIGN_OR_RETURN(const auto grid, fold_groups(rec, groups, ctx));
+    const RowPush push{static_cast<uint32_t>(row_end - row_begin),
+                       a.k,
+                       static_cast<uint32_t>(row_stride),
+                       static_cast<uint32_t>(row_begin),
+                       static_cast<uint32_t>(r.skip_bytes / 2),
+                       static_cast<uint32_t>(row_begin * blocks_per_row),
+                       static_cast<uint32_t>(groups),
+                       0};
+    const BufferRange bindings[] = {{a.w.buffer, r.bind_offset_bytes, r.bind_size_bytes}, a.x, a.y};
+    RDRR_RETURN_IF_ERROR(rec.dispatch(*pipe, bindings, push, grid, label));
+  }
+  return Status::Ok();
+}
+
 // Row path (flat / row_wise / plain float): one dispatch per binding range of whole rows.
 Status record_rows(Recorder& rec, const GemvArgs& a, const kernels::KernelInfo* kernel, uint64_t w_bytes,
                    uint64_t unit_bytes, const std::string& ctx, std::string_view label) {
@@ -312,6 +342,15 @@ Status record_rows(Recorder& rec, const GemvArgs& a, const kernels::KernelInfo* 
                                                "aligned)");
   }
   if (!a.kernel.empty() && !vec_forced) vec = false;
+  // Q6_K with block-aligned rows and K % 4 == 0: gemv_q6k.comp (32-bit word loads).
+  bool vec6 = a.dtype == DType::kQ6_K && row_stride % be == 0 && a.k % 4 == 0;
+  const bool vec6_forced = a.kernel == "gemv_q6_k_vec";
+  if (vec6_forced && !vec6) {
+    return error(StatusCode::kUnsupported, ctx + ": forced kernel gemv_q6_k_vec cannot run these args (rows not whole "
+                                                 "blocks or K not a multiple of 4)");
+  }
+  if (!a.kernel.empty() && !vec6_forced) vec6 = false;
+  if (vec6) return record_q6_vec(rec, a, *ranges, row_stride, ctx, label);
   const DeviceCaps& caps = dev.caps();
   const bool dot_ok = caps.integer_dot_product && caps.subgroup_size != 0 &&
                       kDotGroupInvocations % largest_subgroup(caps) == 0;

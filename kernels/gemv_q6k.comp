@@ -1,0 +1,127 @@
+#version 450
+// Q6_K GEMV (decode) on 32-bit words: y[n] = sum_k W[n, k] * x[k], W [N outputs, K inputs] packed Q6_K with
+// every row starting on a block boundary (row_wise, and flat when K % 256 == 0), x and y f32. The vectorized
+// sibling of gemv.comp's W_Q6_K path (16-bit loads, 16 per 8 values); graph steps pin it as gemv_q6_k_vec.
+//
+// A 210-byte block (q6_k.glsl) starts word aligned or 2 bytes past a word: segments are read as aligned
+// words and funnel-shifted (word_loads.glsl). The d half, a block's last 2 bytes, is read through a 16-bit
+// alias so that the binding's last word is never touched past its end.
+//
+// Item (block b, half h, l-half lh): the 64 values l = 16lh .. 16lh + 15 of quarters 0..3 of half h, from 3
+// segments (ql[64h + 16lh ..], ql[64h + 32 + 16lh ..], qh[32h + 16lh ..]) and 4 scale bytes (one per quarter:
+// a quarter's 16 values are exactly one scale group). Per 4 values: one word of 6-bit codes
+// (ql nibbles | qh pairs << 4), each code to float with a bit trick (no int-to-float conversion). An
+// invocation loads an item's words for NUM_ROWS rows and each x vector once for all of them.
+//   Bindings: 0 W (uint words; 16-bit alias for d), 1 x (f32[K]), 2 y (f32; writes y[row_begin ..)).
+//   Push: n_rows, k, row_stride (elements between row starts, a multiple of 256), row_begin, w_base (2-byte
+//     index of the range's first block), block_begin (block index at w_base), n_groups, pad.
+//   Spec: 0 local_size_x (64), 1 NUM_ROWS (2).
+//   Grid: ceil(n_rows / NUM_ROWS) workgroups, folded into x and y.
+#extension GL_EXT_shader_16bit_storage : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#extension GL_EXT_control_flow_attributes : require
+#include "common.glsl"
+
+layout(local_size_x = 64, local_size_x_id = 0) in;
+layout(constant_id = 1) const uint NUM_ROWS = 2;
+
+layout(binding = 0) readonly buffer W { uint w[]; };
+layout(binding = 0) readonly buffer W16 { uint16_t w16[]; };  // same binding: the d halves
+layout(binding = 1) readonly buffer X4 { vec4 x4[]; };
+layout(binding = 2) writeonly buffer Y { float y[]; };
+#include "word_loads.glsl"
+
+layout(push_constant) uniform Push {
+  uint n_rows;
+  uint k;
+  uint row_stride;
+  uint row_begin;
+  uint w_base;
+  uint block_begin;
+  uint n_groups;
+  uint pad0;
+} pc;
+
+#define Q6V_BLOCK_HALFS 105u
+
+shared float row_scratch[NUM_ROWS * gl_WorkGroupSize.x];
+
+// 6-bit code at bit p (p <= 17, other bits of v free) minus 32 as a float: the float with mantissa bits
+// = code and exponent 150 - p is 2^(23 - p) + code exactly.
+float code_at(uint v, uint p) { return uintBitsToFloat((v & (63u << p)) | ((150u - p) << 23)) - float((1u << (23u - p)) + 32u); }
+
+void main() {
+  const uint g = folded_group_index();
+  if (g >= pc.n_groups) return;
+  const uint blocks_per_row = pc.row_stride / 256u;
+  const uint n_items = ((pc.k + 255u) / 256u) * 4u;
+  const uint row0 = g * NUM_ROWS;
+  float acc[NUM_ROWS];
+  uint hb0[NUM_ROWS];  // 2-byte index of each row's first block
+  [[unroll]] for (uint r = 0u; r < NUM_ROWS; ++r) {
+    acc[r] = 0.0;
+    hb0[r] = pc.w_base + ((pc.row_begin + row0 + r) * blocks_per_row - pc.block_begin) * Q6V_BLOCK_HALFS;
+  }
+  for (uint it = gl_LocalInvocationID.x; it < n_items; it += gl_WorkGroupSize.x) {
+    const uint b = it >> 2;
+    const uint h = (it >> 1) & 1u;
+    const uint lh = it & 1u;
+    uvec4 qla[NUM_ROWS];
+    uvec4 qlb[NUM_ROWS];
+    uvec4 qhv[NUM_ROWS];
+    uvec2 scw[NUM_ROWS];
+    float dv[NUM_ROWS];
+    [[unroll]] for (uint r = 0u; r < NUM_ROWS; ++r) {
+      if (row0 + r < pc.n_rows) {
+        const uint hb = hb0[r] + b * Q6V_BLOCK_HALFS;
+        qla[r] = segment16(hb + 32u * h + 8u * lh);
+        qlb[r] = segment16(hb + 32u * h + 16u + 8u * lh);
+        qhv[r] = segment16(hb + 64u + 16u * h + 8u * lh);
+        scw[r] = segment8(hb + 96u + 4u * h);
+        dv[r] = half_bits_to_float(uint(w16[hb + 104u]));
+      }
+    }
+    // x index of value (quarter qtr, l) of this item: 256b + 128h + 32qtr + l (past k: zero).
+    const uint e0 = 256u * b + 128u * h + 16u * lh;
+    const bool full = 256u * b + 256u <= pc.k;
+    float part[NUM_ROWS];
+    [[unroll]] for (uint r = 0u; r < NUM_ROWS; ++r) part[r] = 0.0;
+    [[unroll]] for (uint qtr = 0u; qtr < 4u; ++qtr) {
+      vec4 xv[4];
+      [[unroll]] for (uint m = 0u; m < 4u; ++m) {
+        const uint e = e0 + 32u * qtr + 4u * m;
+        xv[m] = full || e < pc.k ? x4[e >> 2] : vec4(0.0);  // k % 4 == 0 (runtime): 4 values in or out together
+      }
+      [[unroll]] for (uint r = 0u; r < NUM_ROWS; ++r) {
+        if (row0 + r < pc.n_rows) {
+          float s = 0.0;
+          [[unroll]] for (uint m = 0u; m < 4u; ++m) {
+            const uint lw = (qtr & 1u) == 0u ? qla[r][m] : qlb[r][m];
+            const uint lo = (qtr >= 2u ? lw >> 4 : lw) & 0x0f0f0f0fu;
+            const uint code = lo | (((qhv[r][m] >> (2u * qtr)) & 0x03030303u) << 4);  // 4 codes, one per byte
+            const vec4 q = vec4(code_at(code, 0u), code_at(code, 8u), code_at(code, 16u), code_at(code >> 8, 16u));
+            s += dot(q, xv[m]);
+          }
+          // Scale byte of group 8h + 2qtr + lh: byte 2qtr + lh of the 8 bytes at 192 + 8h.
+          const uint sb = (qtr < 2u ? scw[r].x : scw[r].y) >> (8u * (2u * (qtr & 1u) + lh));
+          part[r] += float(bitfieldExtract(int(sb), 0, 8)) * s;
+        }
+      }
+    }
+    [[unroll]] for (uint r = 0u; r < NUM_ROWS; ++r) {
+      if (row0 + r < pc.n_rows) acc[r] += dv[r] * part[r];
+    }
+  }
+  [[unroll]] for (uint r = 0u; r < NUM_ROWS; ++r) {
+    const float s = subgroupAdd(acc[r]);
+    if (subgroupElect()) row_scratch[r * gl_NumSubgroups + gl_SubgroupID] = s;
+  }
+  barrier();
+  const uint r = gl_LocalInvocationID.x;
+  if (r < NUM_ROWS && row0 + r < pc.n_rows) {
+    float total = 0.0;
+    for (uint i = 0u; i < gl_NumSubgroups; ++i) total += row_scratch[r * gl_NumSubgroups + i];
+    y[pc.row_begin + row0 + r] = total;
+  }
+}
