@@ -85,7 +85,9 @@ TEST(GraphPlan, KernelFollowsEachLayersWeightDtype) {
         EXPECT_EQ(k->op, gemm ? Op::kGemm : Op::kGemv) << kernel;
         EXPECT_NE(std::find(k->dtypes.begin(), k->dtypes.end(), t->dtype), k->dtypes.end()) << kernel << " layer " << l;
         // Decode Q6_K rows of whole blocks run the word-load kernel (gemv_q6k.comp).
-        if (!gemm && t->dtype == quant::DType::kQ6_K) EXPECT_EQ(kernel, "gemv_q6_k_vec") << "layer " << l;
+        if (!gemm && t->dtype == quant::DType::kQ6_K) {
+          EXPECT_EQ(kernel, "gemv_q6_k_vec") << "layer " << l;
+        }
       }
     }
   }

@@ -241,5 +241,40 @@ TEST_F(DeviceTest, SpanTimestampsTimeTheWholeSubmission) {
   EXPECT_EQ(download_f32(c.range())[7], 2.0f);
 }
 
+// submit() / wait(): two recorders chained through one buffer run in submission order (the second reads what
+// the first wrote without any host wait between them); recording into a recorder whose submission is pending
+// is an error; wait() with nothing pending returns an empty result.
+TEST_F(DeviceTest, SubmitWithoutWaitingChainsInQueueOrder) {
+  Result<std::unique_ptr<Recorder>> other = Recorder::create(dev(), {});
+  ASSERT_TRUE(other.ok()) << other.status().to_string();
+  const uint32_t n = 4096;
+  std::vector<float> a(n, 1.0f);
+  Buffer ab = upload(a);
+  Buffer c = poisoned_f32(n);
+  Recorder& r1 = rec();
+  Recorder& r2 = **other;
+  ASSERT_TRUE(record_add(r1, ab.range(), ab.range(), c.range(), n, "c=a+a").ok());
+  ASSERT_TRUE(r1.submit().ok());
+  EXPECT_TRUE(r1.pending());
+  const Status busy = record_add(r1, ab.range(), c.range(), c.range(), n, "c+=a");
+  EXPECT_EQ(busy.code(), StatusCode::kInternal);
+  EXPECT_NE(busy.message().find("pending (wait first)"), std::string::npos) << busy.message();
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(record_add(r2, ab.range(), c.range(), c.range(), n, "c+=a").ok());
+  ASSERT_TRUE(r2.submit().ok());
+  Result<SubmitResult> second = r2.wait();
+  ASSERT_TRUE(second.ok()) << second.status().to_string();
+  EXPECT_EQ(second->dispatches, 5u);
+  Result<SubmitResult> first = r1.wait();
+  ASSERT_TRUE(first.ok()) << first.status().to_string();
+  EXPECT_EQ(first->dispatches, 1u);
+  EXPECT_FALSE(r1.pending());
+  const std::vector<float> cv = download_f32(c.range());
+  EXPECT_EQ(cv[0], 7.0f);
+  EXPECT_EQ(cv[n - 1], 7.0f);
+  Result<SubmitResult> none = r1.wait();
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->dispatches, 0u);
+}
+
 }  // namespace
 }  // namespace rdrr::runtime

@@ -28,6 +28,10 @@ namespace {
 constexpr uint32_t kDefaultMaxContext = 4096;
 constexpr uint32_t kDefaultBatch = 512;
 constexpr uint32_t kAttentionSplits = 64;  // decode split-K chunks at most (scratch size)
+// Sampled tokens: a ring of host-visible slots (one binding-aligned int32 each). A decode step embeds the
+// token in one slot and samples into the next; the host reads a slot after its step's fence. Two steps in
+// flight use three slots; four leave one spare.
+constexpr uint32_t kTokenSlots = 4;
 
 RopeScaling rope_scaling(const RopeConfig& r) {
   RopeScaling s;
@@ -59,11 +63,25 @@ struct Executor::Impl {
   uint32_t n_rot = 0;
   float rope_freq_scale = 1.0f;
   float rope_mscale = 1.0f;
-  std::unique_ptr<Recorder> rec;
+  std::unique_ptr<Recorder> recs[2];  // decode steps alternate between them (one may run while the other records)
+  Recorder* rec = nullptr;            // the one being recorded into
   KvCache kv;
   Buffer act[static_cast<size_t>(Buf::kCount)];
-  Buffer ids, pos, pos_table, token, gemv_scratch, attn_scratch, sample_scratch, inv_freq;
+  Buffer ids, pos, pos_table, tokens, gemv_scratch, attn_scratch, sample_scratch, inv_freq;
   uint64_t pos_stride = 0;
+  uint64_t token_stride = 0;
+  uint32_t slot = 0;       // ring slot of the last sampled token (the next decode step's input)
+  BufferRange sample_out;  // where the sample step writes (a ring slot)
+
+  BufferRange token_slot(uint32_t s) const { return tokens.range().sub(uint64_t{s % kTokenSlots} * token_stride, 4); }
+  uint32_t read_slot(uint32_t s) const {
+    uint32_t t = 0;
+    std::memcpy(&t, tokens.mapped() + uint64_t{s % kTokenSlots} * token_stride, 4);
+    return t;
+  }
+  // The other recorder: the next recording goes there.
+  void flip() { rec = rec == recs[0].get() ? recs[1].get() : recs[0].get(); }
+  Recorder* other() const { return rec == recs[0].get() ? recs[1].get() : recs[0].get(); }
 
   Impl(Device& d, const Pack& p, const ExecutorOptions& o, Plan pl, KvCache cache)
       : dev(d), pack(p), opts(o), plan(std::move(pl)), kv(std::move(cache)) {}
@@ -82,6 +100,7 @@ struct Executor::Impl {
   Status record_step(const Step& s, uint32_t m, uint32_t p0, uint32_t layer, const BufferRange& ids_range,
                      const BufferRange& pos_range, const SampleOptions* sample);
   Status record_matmul(const Step& s, const BufferRange& x, const BufferRange& y, uint32_t m);
+  Status submit_decode(const SampleOptions& sample, uint32_t position, uint32_t slot_in);
 };
 
 Status Executor::Impl::allocate() {
@@ -92,7 +111,8 @@ Status Executor::Impl::allocate() {
   }
   RDRR_ASSIGN_OR_RETURN(ids, dev.allocate(uint64_t{batch} * 4, "token ids"));
   RDRR_ASSIGN_OR_RETURN(pos, dev.allocate(uint64_t{batch} * 4, "positions"));
-  RDRR_ASSIGN_OR_RETURN(token, dev.allocate(4, "sampled token"));
+  token_stride = dev.binding_alignment();
+  RDRR_ASSIGN_OR_RETURN(tokens, dev.host_memory().allocate(kTokenSlots * token_stride, token_stride, "sampled tokens"));
   // Decode positions: one int32 per binding-aligned slot, so step p binds its own slot.
   pos_stride = dev.binding_alignment();
   std::vector<int32_t> table(uint64_t{ctx} * pos_stride / 4, 0);
@@ -253,7 +273,7 @@ Status Executor::Impl::record_step(const Step& s, uint32_t m, uint32_t p0, uint3
       SampleArgs a;
       a.logits = rows(Buf::kLogits, m - 1, 1);
       a.scratch = sample_scratch.range();
-      a.token = token.range();
+      a.token = sample_out;
       a.n = d.vocab;
       a.temperature = sample->temperature;
       a.top_k = sample->top_k;
@@ -290,7 +310,9 @@ Status Executor::Impl::record_pass(const BufferRange& ids_range, const BufferRan
 }
 
 Executor::Executor(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-Executor::~Executor() = default;
+Executor::~Executor() {
+  if (impl_) (void)drop_ahead();  // before the buffers the step uses are freed
+}
 
 Result<std::unique_ptr<Executor>> Executor::create(Device& device, const Pack& pack, const ExecutorOptions& options) {
   const std::string where = "executor for pack " + pack.dir().string();
@@ -315,9 +337,12 @@ Result<std::unique_ptr<Executor>> Executor::create(Device& device, const Pack& p
   ropts.timestamps = options.profile;
   ropts.max_timed_dispatches = 16384;
   ropts.allowed_kernels = impl->plan.pinned;
-  Result<std::unique_ptr<Recorder>> rec = Recorder::create(device, ropts);
-  if (!rec.ok()) return rec.status().context(where);
-  impl->rec = std::move(rec).value();
+  for (auto& r : impl->recs) {
+    Result<std::unique_ptr<Recorder>> rec = Recorder::create(device, ropts);
+    if (!rec.ok()) return rec.status().context(where);
+    r = std::move(rec).value();
+  }
+  impl->rec = impl->recs[0].get();
   return std::unique_ptr<Executor>(new Executor(std::move(impl)));
 }
 
@@ -326,12 +351,14 @@ quant::DType Executor::kv_dtype() const { return impl_->plan.kv_dtype; }
 uint64_t Executor::vocab_size() const { return impl_->plan.dims.vocab; }
 
 void Executor::reset() {
+  (void)drop_ahead();  // a failed wait leaves the device lost; the next submit reports it
   position_ = 0;
   has_token_ = false;
 }
 
 Result<PrefillResult> Executor::prefill(std::span<const uint32_t> tokens, LogitsMode logits, const SampleOptions& sample) {
   Impl& im = *impl_;
+  RDRR_RETURN_IF_ERROR(drop_ahead());
   if (tokens.empty()) return error(StatusCode::kInvalidArgument, "prefill: no tokens");
   if (uint64_t{position_} + tokens.size() > im.ctx) {
     return error(StatusCode::kInvalidArgument, "prefill: positions " + std::to_string(position_) + " + " +
@@ -356,6 +383,7 @@ Result<PrefillResult> Executor::prefill(std::span<const uint32_t> tokens, Logits
     RDRR_RETURN_IF_ERROR(im.dev.upload(im.ids.range().sub(0, uint64_t{m} * 4), std::as_bytes(tokens.subspan(at, m))));
     RDRR_RETURN_IF_ERROR(im.dev.upload(im.pos.range().sub(0, uint64_t{m} * 4), std::as_bytes(std::span(pos))));
     const uint32_t post_rows = logits == LogitsMode::kAll ? m : last ? 1 : 0;
+    im.sample_out = im.token_slot(im.slot + 1);
     const Status st = im.record_pass(im.ids.range().sub(0, uint64_t{m} * 4), im.pos.range().sub(0, uint64_t{m} * 4), m,
                                      p0, false, post_rows, last ? &sample : nullptr);
     if (!st.ok()) {
@@ -375,9 +403,33 @@ Result<PrefillResult> Executor::prefill(std::span<const uint32_t> tokens, Logits
       out.logits_rows += r;
     }
   }
-  RDRR_RETURN_IF_ERROR(im.dev.download(im.token.range(), std::as_writable_bytes(std::span(&out.next_token, 1))));
+  im.slot = (im.slot + 1) % kTokenSlots;
+  out.next_token = im.read_slot(im.slot);
   has_token_ = true;
   return out;
+}
+
+// Records decode step `position` (embedding the token in slot slot_in, sampling into slot_in + 1) into the
+// free recorder and submits it without waiting; the recorder then holds it until wait().
+Status Executor::Impl::submit_decode(const SampleOptions& sample, uint32_t position, uint32_t slot_in) {
+  const BufferRange p = pos_table.range().sub(uint64_t{position} * pos_stride, 4);
+  sample_out = token_slot(slot_in + 1);
+  const Status st = record_pass(token_slot(slot_in), p, 1, position, true, 1, &sample);
+  if (!st.ok()) {
+    (void)rec->submit_and_wait();  // drop what was recorded
+    return st;
+  }
+  RDRR_RETURN_IF_ERROR(rec->submit());
+  flip();
+  return Status::Ok();
+}
+
+// Waits for a step submitted ahead and forgets it (its KV entry is rewritten when that position runs again).
+Status Executor::drop_ahead() {
+  if (!ahead_) return Status::Ok();
+  ahead_.reset();
+  Result<SubmitResult> r = impl_->other()->wait();
+  return r.ok() ? Status::Ok() : r.status().context("decode (step run ahead)");
 }
 
 Result<uint32_t> Executor::decode(const SampleOptions& sample) {
@@ -387,18 +439,34 @@ Result<uint32_t> Executor::decode(const SampleOptions& sample) {
     return error(StatusCode::kInvalidArgument, "decode: position " + std::to_string(position_) +
                                                    " is past the context length " + std::to_string(im.ctx));
   }
-  const BufferRange pos = im.pos_table.range().sub(uint64_t{position_} * im.pos_stride, 4);
-  const Status st = im.record_pass(im.token.range(), pos, 1, position_, true, 1, &sample);
-  if (!st.ok()) {
-    (void)im.rec->submit_and_wait();
-    return st.context("decode");
+  // Step position_ may already run (submitted by the previous call with the same sampling options).
+  if (ahead_ && !(ahead_->temperature == sample.temperature && ahead_->top_k == sample.top_k &&
+                  ahead_->seed == sample.seed)) {
+    RDRR_RETURN_IF_ERROR(drop_ahead());
   }
-  RDRR_ASSIGN_OR_RETURN(SubmitResult sub, im.rec->submit_and_wait());
-  timings_.insert(timings_.end(), sub.timings.begin(), sub.timings.end());
+  if (!ahead_) {
+    if (Status st = im.submit_decode(sample, position_, im.slot); !st.ok()) return st.context("decode");
+  }
+  Recorder* running = im.other();  // holds step position_
+  // Step position_ + 1 runs ahead on the GPU's sampled token while the host waits for this one, so the device
+  // never idles between steps; a caller that stops (or changes the options) drops it.
+  ahead_.reset();
+  if (position_ + 2 <= im.ctx) {
+    if (Status st = im.submit_decode(sample, position_ + 1, im.slot + 1); !st.ok()) {
+      (void)running->wait();
+      return st.context("decode");
+    }
+    ahead_ = sample;
+  }
+  Result<SubmitResult> sub = running->wait();
+  if (!sub.ok()) {
+    (void)drop_ahead();
+    return sub.status().context("decode");
+  }
+  timings_.insert(timings_.end(), sub->timings.begin(), sub->timings.end());
   ++position_;
-  uint32_t tok = 0;
-  RDRR_RETURN_IF_ERROR(im.dev.download(im.token.range(), std::as_writable_bytes(std::span(&tok, 1))));
-  return tok;
+  im.slot = (im.slot + 1) % kTokenSlots;
+  return im.read_slot(im.slot);
 }
 
 Result<std::vector<uint32_t>> Executor::generate(std::span<const uint32_t> prompt, uint32_t n_new,

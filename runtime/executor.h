@@ -23,6 +23,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -84,6 +85,8 @@ class Executor {
                                 const SampleOptions& sample = {});
   // One decode step: embeds the last sampled token (on the GPU), runs the decode phase at position(),
   // samples and returns the new token. Needs a prefill first; kInvalidArgument past the context length.
+  // Before waiting for its step, decode() submits the next one (same options, fed the GPU's sampled token),
+  // so consecutive calls keep the device busy; a call with other options, prefill() and reset() drop it.
   Result<uint32_t> decode(const SampleOptions& sample = {});
   // reset(), prefill(prompt), then n_new - 1 decode steps: the n_new sampled tokens (n_new 0: prefill only,
   // returns nothing).
@@ -108,8 +111,10 @@ class Executor {
  private:
   explicit Executor(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
+  Status drop_ahead();
   uint32_t position_ = 0;
   bool has_token_ = false;  // a sampled token is on the GPU (decode may run)
+  std::optional<SampleOptions> ahead_;  // decode step position_ submitted ahead with these options
   std::vector<DispatchTiming> timings_;
 };
 

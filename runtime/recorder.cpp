@@ -24,6 +24,7 @@ Result<std::unique_ptr<Recorder>> Recorder::create(Device& device, const Recorde
 }
 
 Recorder::~Recorder() {
+  if (pending_) (void)wait();  // the command buffer may not be freed while the device runs it
   if (recording_) vkEndCommandBuffer(cmd_.get());
 }
 
@@ -126,6 +127,9 @@ Status Recorder::dispatch(const Pipeline& p, std::span<const BufferRange> bindin
                           std::array<uint32_t, 3> groups, std::string_view label) {
   const kernels::KernelInfo& k = p.kernel();
   const DeviceCaps& caps = device_.caps();
+  if (pending_) {
+    return error(StatusCode::kInternal, where(p, label) + ": the recorder's last submission is pending (wait first)");
+  }
   if (opts_.allowed_kernels != nullptr && opts_.allowed_kernels->count(k.name) == 0) {
     return error(StatusCode::kIntegrity, where(p, label) + ": kernel " + std::string(k.name) +
                                              " is not pinned by the execution graph (not in its kernels map)");
@@ -206,12 +210,18 @@ Status Recorder::dispatch(const Pipeline& p, std::span<const BufferRange> bindin
 }
 
 Result<SubmitResult> Recorder::submit_and_wait() {
-  SubmitResult out;
-  if (!recording_) return out;
-  out.dispatches = dispatches_;
-  out.barriers = barriers_;
-  std::vector<std::string> labels = std::move(labels_);
-  const uint32_t timed = dispatches_ < opts_.max_timed_dispatches ? dispatches_ : opts_.max_timed_dispatches;
+  RDRR_RETURN_IF_ERROR(submit());
+  return wait();
+}
+
+Status Recorder::submit() {
+  if (pending_) return error(StatusCode::kInternal, "recorder: submit while a submission is pending (wait first)");
+  if (!recording_) return Status::Ok();
+  Pending& pd = pending_.emplace();
+  pd.out.dispatches = dispatches_;
+  pd.out.barriers = barriers_;
+  pd.labels = std::move(labels_);
+  pd.timed = dispatches_ < opts_.max_timed_dispatches ? dispatches_ : opts_.max_timed_dispatches;
   // Make the results visible to later copies and host reads (and later submissions' dispatches).
   auto mb = vk_init<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
   mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
@@ -223,15 +233,28 @@ Result<SubmitResult> Recorder::submit_and_wait() {
     vkCmdWriteTimestamp(cmd_.get(), VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries_.get(), 1);
   }
   reset_state();
-  RDRR_VK_RETURN_IF_ERROR(vkEndCommandBuffer(cmd_.get()), "vkEndCommandBuffer(recorder)");
+  pd.site = std::to_string(pd.out.dispatches) + " dispatches";
+  Status st = vk_check(vkEndCommandBuffer(cmd_.get()), "vkEndCommandBuffer(recorder)");
   VkFence f = fence_.get();
-  RDRR_VK_RETURN_IF_ERROR(vkResetFences(device_.vk(), 1, &f), "vkResetFences(recorder)");
+  if (st.ok()) st = vk_check(vkResetFences(device_.vk(), 1, &f), "vkResetFences(recorder)");
   VkCommandBuffer cb = cmd_.get();
   auto si = vk_init<VkSubmitInfo>(VK_STRUCTURE_TYPE_SUBMIT_INFO);
   si.commandBufferCount = 1;
   si.pCommandBuffers = &cb;
-  const std::string site = std::to_string(out.dispatches) + " dispatches";
-  RDRR_VK_RETURN_IF_ERROR(vkQueueSubmit(device_.queue(), 1, &si, f), "vkQueueSubmit(" + site + ")");
+  if (st.ok()) st = vk_check(vkQueueSubmit(device_.queue(), 1, &si, f), "vkQueueSubmit(" + pd.site + ")");
+  if (!st.ok()) pending_.reset();
+  return st;
+}
+
+Result<SubmitResult> Recorder::wait() {
+  if (!pending_) return SubmitResult{};
+  Pending pd = std::move(*pending_);
+  pending_.reset();
+  SubmitResult out = pd.out;
+  const std::vector<std::string>& labels = pd.labels;
+  const uint32_t timed = pd.timed;
+  const std::string& site = pd.site;
+  VkFence f = fence_.get();
   const VkResult r = vkWaitForFences(device_.vk(), 1, &f, VK_TRUE, device_.options().fence_timeout_ns);
   if (r == VK_TIMEOUT) {
     return error(StatusCode::kDevice, "vkWaitForFences(" + site + "): VK_TIMEOUT after " +

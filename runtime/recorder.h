@@ -13,6 +13,7 @@
 #include <array>
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <set>
 #include <span>
 #include <string>
@@ -72,6 +73,13 @@ class Recorder {
 
   // Ends, submits, waits for the fence; resets for reuse (also after an error).
   Result<SubmitResult> submit_and_wait();
+  // The two halves: submit() ends and submits the recording without waiting (nothing recorded: no-op); the
+  // recorder must not record again until wait() has returned (wait() with nothing pending returns an empty
+  // result). Submissions on the device's queue run in order, each after the previous one's writes (the
+  // barrier that ends every recording), so a second recorder can record and submit the next step meanwhile.
+  Status submit();
+  Result<SubmitResult> wait();
+  bool pending() const { return pending_.has_value(); }
 
   // True the first time (buffer, offset) is passed in this recording (until submit_and_wait): lets an op
   // initialise per-recording state once, e.g. the split-K GEMV tickets of a scratch range.
@@ -101,6 +109,13 @@ class Recorder {
   uint32_t barriers_ = 0;
   std::vector<std::string> labels_;
   std::set<std::pair<VkBuffer, uint64_t>> first_uses_;
+  struct Pending {
+    SubmitResult out;
+    std::vector<std::string> labels;
+    uint32_t timed = 0;
+    std::string site;
+  };
+  std::optional<Pending> pending_;  // submitted, not yet waited for
 };
 
 }  // namespace rdrr::runtime

@@ -326,6 +326,56 @@ TEST_F(ExecutorFailClosedTest, GenerateIsDeterministicAndSamplingIsSeeded) {
   EXPECT_EQ(e.status().code(), StatusCode::kInvalidArgument);
 }
 
+// decode() submits the next step before waiting for its own (run ahead on the GPU's sampled token). A call
+// with other options drops that step and runs it again: greedy tokens with a seed that changes every call
+// (greedy ignores it, the run-ahead check does not) match the uninterrupted run, up to the context end; a
+// sampled run matches itself after a prefill that dropped a step in flight.
+TEST_F(ExecutorFailClosedTest, RunAheadStepsAreDroppedCleanly) {
+  auto dir = pack_for(kVariant);
+  ASSERT_TRUE(dir.ok()) << dir.status().to_string();
+  auto pack = Pack::load(dev(), *dir);
+  ASSERT_TRUE(pack.ok()) << pack.status().to_string();
+  runtime::ExecutorOptions eo;
+  eo.context_length = 24;
+  auto exec = Executor::create(dev(), **pack, eo);
+  ASSERT_TRUE(exec.ok()) << exec.status().to_string();
+  Executor& ex = **exec;
+  const std::vector<uint32_t> prompt = golden_prompts(kVariant.model, ex.vocab_size()).front().ids;
+  ASSERT_LT(prompt.size(), 20u);
+  auto run = [&](bool alternate) -> std::vector<uint32_t> {
+    ex.reset();
+    auto first = ex.prefill(prompt);
+    EXPECT_TRUE(first.ok()) << first.status().to_string();
+    std::vector<uint32_t> out{first.ok() ? first->next_token : 0u};
+    for (uint64_t i = 0; ex.position() < ex.context_length(); ++i) {
+      runtime::SampleOptions greedy;
+      greedy.seed = alternate ? i : 0;
+      auto t = ex.decode(greedy);
+      EXPECT_TRUE(t.ok()) << t.status().to_string();
+      if (!t.ok()) break;
+      out.push_back(*t);
+    }
+    return out;
+  };
+  const std::vector<uint32_t> straight = run(false);
+  EXPECT_EQ(straight.size(), 24 - prompt.size() + 1);
+  EXPECT_EQ(ex.position(), 24u);
+  EXPECT_EQ(run(true), straight);
+  auto past = ex.decode();
+  EXPECT_EQ(past.status().code(), StatusCode::kInvalidArgument);
+  // A sampled run, stopped after 2 tokens (a step left in flight), then the same run in full.
+  const runtime::SampleOptions hot{1.0f, 40, 11};
+  auto full = ex.generate(prompt, 5, hot);
+  ASSERT_TRUE(full.ok()) << full.status().to_string();
+  auto part = ex.generate(prompt, 2, hot);
+  ASSERT_TRUE(part.ok());
+  EXPECT_EQ(ex.position(), prompt.size() + 1);
+  auto again = ex.generate(prompt, 5, hot);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(*again, *full);
+  EXPECT_EQ(std::vector<uint32_t>(full->begin(), full->begin() + 2), *part);
+}
+
 // rdrr-run end to end: generated ids on stdout, --logits file, exit code of a pack with a stale pin.
 TEST_F(ExecutorFailClosedTest, RdrrRunPrintsTokensWritesLogitsAndFailsClosed) {
   auto dir = pack_for(kVariant);
