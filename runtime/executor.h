@@ -14,7 +14,8 @@
 //
 // One command buffer per prefill chunk and per decode step. Prefill runs the prompt at positions
 // position() .. position() + n - 1 (appending to the KV cache); decode feeds the previously sampled token
-// (kept on the GPU) to the next step's embed and reads back only the new token id (4 bytes).
+// (a host-visible slot the GPU writes) to the next step's embed, and submits the following step before
+// waiting for its own, from a second recorder, so the host records while the device runs.
 //
 //   RDRR_ASSIGN_OR_RETURN(auto pack, Pack::load(device, dir));
 //   RDRR_ASSIGN_OR_RETURN(auto exec, Executor::create(device, *pack, {}));
