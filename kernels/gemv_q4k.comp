@@ -25,8 +25,9 @@
 // partials, then the last workgroup of each item group to finish adds the n_splits partials of its outputs in
 // split order and writes y: one dispatch, deterministic. "Last" is counted on a ticket per item group (one
 // atomicAdd per workgroup). Tickets are zero at rest: the last arrival stores zero again, and the runtime
-// zeroes them (gemv_reduce with no splits) before a scratch's first use in a command buffer. An arrival that
-// counts past n_splits (a ticket that was not zero) writes NaN to its outputs instead of a wrong sum.
+// zeroes them (gemv_reduce with no splits) before a scratch's first use in a command buffer. A workgroup that
+// finds the ticket at n_splits or more (not at rest: something else wrote the scratch) writes NaN to its
+// outputs instead of a wrong sum; a stray value below n_splits cannot be told from a real count.
 //   Bindings: 0 W (uvec4), 1 x (f32; reads x[k_begin .. k_begin + k)), 2 scratch (coherent; uint tickets at
 //     counter_base, f32 partials [splits][n_out] from part_base), 3 y (f32[n_out]).
 //   Push: n_out, k (inputs in this dispatch), k_begin, blocks_per_k (ceil(N / 256)), w_base (uvec4 index of
@@ -291,7 +292,10 @@ void main() {
   }
 
   // Slices sharing a subgroup: lanes items apart hold the same item when invocations fill subgroups in order
-  // (checked; otherwise every slice goes through shared memory).
+  // (checked per subgroup; otherwise every slice goes through shared memory). The pass count below assumes
+  // every subgroup of the workgroup comes out the same, as with every driver's layout we know (linear); a
+  // workgroup-wide vote (two more barriers) cost 2 us per independent call on the H100 (4096x14336: 16.0 ->
+  // 18.0 us).
   const uint lid = gl_LocalInvocationIndex;
   const uint sg = gl_SubgroupSize;
   const bool linear = subgroupAnd(lid == gl_SubgroupID * sg + gl_SubgroupInvocationID ? 1u : 0u) != 0u;
@@ -337,12 +341,12 @@ void main() {
   if (lid == 0u) {
     const uint slot = pc.counter_base + ig;
     const uint seen = atomicAdd(cnt[slot], 1u);
-    if (seen + 1u == pc.n_splits) cnt[slot] = 0u;  // at rest again for the next call
+    if (seen == pc.n_splits - 1u) cnt[slot] = 0u;  // at rest again for the next call
     col_ticket = seen;
   }
   barrier();
   const uint seen = col_ticket;
-  if (seen + 1u < pc.n_splits) return;
+  if (seen < pc.n_splits - 1u) return;  // seen >= n_splits: the ticket was not at rest (below)
   memoryBarrierBuffer();
   for (uint o = lid; o < items * 32u; o += wg_size) {
     const uint oitem = ig * items + o / 32u;

@@ -142,14 +142,16 @@ uint64_t choose_k_chunk(const GemvArgs& a, const std::vector<BindingRange>& rang
 // Zeroes the tickets of a split-K scratch before its first use in this recording (gemv_reduce with no splits
 // writes zeros); the calls themselves leave them at zero.
 Status zero_tickets(Recorder& rec, const BufferRange& scratch, const std::string& ctx) {
-  if (!rec.first_use(scratch.buffer, scratch.offset)) return Status::Ok();
+  if (rec.used_before(scratch.buffer, scratch.offset)) return Status::Ok();
   RDRR_ASSIGN_OR_RETURN(const Pipeline* reduce, get_pipeline(rec, "gemv_reduce", {}, ctx));
   const uint64_t groups = ceil_div(kTicketWords, reduce->local_size()[0]);
   RDRR_ASSIGN_OR_RETURN(const auto grid, fold_groups(rec, groups, ctx));
   const ReducePush push{static_cast<uint32_t>(kTicketWords), 0, static_cast<uint32_t>(groups), 0};
   const BufferRange tickets = scratch.sub(0, kTicketBytes);
   const BufferRange bindings[] = {tickets, tickets};
-  return rec.dispatch(*reduce, bindings, push, grid, "gemv split tickets");
+  RDRR_RETURN_IF_ERROR(rec.dispatch(*reduce, bindings, push, grid, "gemv split tickets"));
+  rec.note_use(scratch.buffer, scratch.offset);
+  return Status::Ok();
 }
 
 // The column split pipeline (gemv_q4k.comp COLUMN_SPLIT) for the tuning.
@@ -244,7 +246,8 @@ Status record_column(Recorder& rec, const GemvArgs& a, const kernels::KernelInfo
     if (split_done) return Status::Ok();
     if (forced_split) {
       return error(StatusCode::kUnsupported, ctx + ": forced kernel " + std::string(a.kernel) + " cannot run these args "
-                                                   "(no scratch, scratch too small or blocks not 16-byte aligned)");
+                                                   "(no scratch, scratch too small, blocks not 16-byte aligned or no subgroup "
+                                                   "arithmetic and shuffle in compute)");
     }
   }
   const std::vector<SpecValue> spec = gemv_spec(a.tuning, true, kernel, dev.caps());

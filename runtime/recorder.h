@@ -81,9 +81,10 @@ class Recorder {
   Result<SubmitResult> wait();
   bool pending() const { return pending_.has_value(); }
 
-  // True the first time (buffer, offset) is passed in this recording (until submit_and_wait): lets an op
-  // initialise per-recording state once, e.g. the split-K GEMV tickets of a scratch range.
-  bool first_use(VkBuffer buffer, uint64_t offset) { return first_uses_.insert({buffer, offset}).second; }
+  // Per-recording marks (cleared at submit): lets an op initialise state once per recording, e.g. the
+  // split-K GEMV tickets of a scratch range (note_use after the initialising dispatch was recorded).
+  bool used_before(VkBuffer buffer, uint64_t offset) const { return first_uses_.count({buffer, offset}) != 0; }
+  void note_use(VkBuffer buffer, uint64_t offset) { first_uses_.insert({buffer, offset}); }
 
   uint32_t dispatch_count() const { return dispatches_; }
   uint32_t barrier_count() const { return barriers_; }
