@@ -382,11 +382,12 @@ std::vector<GemvCase> gemv_cases(bool tune) {
     c.push_back({DType::kQ4_K, Layout::kRowWise, t, v});
   }
   // Column split path {items per workgroup, -, input slices, inputs per split (0 = auto), diag, unroll};
-  // diag 2: no decode.
+  // diag 2: no decode, 16: no epilogue (slice sums, partials, merge), 18: neither.
   const GemvTuning col_tunes[] = {{16, 0, 32, 0},      {8, 0, 16, 512},     {8, 0, 32, 512},    {8, 0, 16, 128},
                                   {8, 0, 32, 1024},    {8, 0, 32, 128},     {8, 0, 32, 256},    {8, 0, 32, 0, 2},
                                   {8, 0, 32, 0, 0, 2}, {8, 0, 32, 0, 0, 8}, {8, 0, 16, 0, 0, 2}, {16, 0, 16, 0},
-                                  {16, 0, 16, 0, 2},   {32, 0, 8, 0, 2},    {32, 0, 8, 0},      {32, 0, 8, 1024}};
+                                  {16, 0, 16, 0, 2},   {32, 0, 8, 0, 2},    {32, 0, 8, 0},      {32, 0, 8, 1024},
+                                  {8, 0, 32, 0, 16},   {8, 0, 32, 0, 18}};
   for (const GemvTuning& t : col_tunes) {
     std::string v = tune_label("x", t.local_size_x, "_ks", t.k_split);
     if (t.k_chunk) v += num_label("_kc", t.k_chunk);

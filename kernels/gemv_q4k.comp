@@ -53,7 +53,8 @@ layout(constant_id = 1) const uint NUM_ROWS = 4;
 #error "gemv_q4k.comp: define ROWS or COLUMN_SPLIT"
 #endif
 // Diagnostics for bench_kernels only (wrong results), bit flags: 1 = x never read from memory (rows path),
-// 2 = weights read but not decoded (rows 3 = both: the weight stream alone). 0 in every real use.
+// 2 = weights read but not decoded (rows 3 = both: the weight stream alone), 16 = column split: no epilogue
+// (no slice sums, partials or merge; column 18 = the stream alone). 0 in every real use.
 layout(constant_id = 2) const uint DIAG = 0;
 #if defined(ROWS)
 layout(constant_id = 3) const uint UNROLL = 1;  // items per iteration, all their weights loaded first
@@ -285,6 +286,12 @@ void main() {
         }
       }
     }
+  }
+  if ((DIAG & 16u) != 0u) {  // diagnostic: no epilogue (the sums only kept alive)
+    float t = min_lo + min_hi;
+    [[unroll]] for (uint i = 0u; i < 32u; ++i) t += acc[i];
+    if (t == 12345.678) y[0] = t;
+    return;
   }
   [[unroll]] for (uint i = 0u; i < 16u; ++i) {
     acc[i] -= min_lo;
