@@ -440,8 +440,7 @@ Result<uint32_t> Executor::decode(const SampleOptions& sample) {
                                                    " is past the context length " + std::to_string(im.ctx));
   }
   // Step position_ may already run (submitted by the previous call with the same sampling options).
-  if (ahead_ && !(ahead_->temperature == sample.temperature && ahead_->top_k == sample.top_k &&
-                  ahead_->seed == sample.seed)) {
+  if (ahead_ && *ahead_ != sample) {
     RDRR_RETURN_IF_ERROR(drop_ahead());
   }
   if (!ahead_) {

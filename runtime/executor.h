@@ -49,6 +49,7 @@ struct SampleOptions {
   float temperature = 0.0f;
   uint32_t top_k = 0;  // 0 = all
   uint64_t seed = 0;   // step seed = seed + position of the sampled token
+  bool operator==(const SampleOptions&) const = default;
 };
 
 enum class LogitsMode : uint8_t {

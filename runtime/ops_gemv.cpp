@@ -116,8 +116,8 @@ bool merges(const std::vector<BindingRange>& ranges, uint64_t item_groups) {
   return ranges.size() == 1 && item_groups <= kTicketWords;
 }
 
-// Split size for the column split path: the tuning's, or the automatic one (kTargetSplitGroups); then doubled until the partials fit the scratch (and, merging, at
-// most kMaxMergeSplits splits). 0 = no fit.
+// Split size for the column split path: the tuning's, or the automatic one (kTargetSplitGroups); then doubled
+// until the partials fit the scratch (and, merging, at most kMaxMergeSplits splits). 0 = no fit.
 uint64_t choose_k_chunk(const GemvArgs& a, const std::vector<BindingRange>& ranges, uint64_t item_groups,
                         uint32_t slices) {
   uint64_t k_chunk = a.tuning.k_chunk;
@@ -291,38 +291,16 @@ Result<std::vector<SpecValue>> dot_spec(const GemvTuning& t, const kernels::Kern
   return spec;
 }
 
-// Q6_K rows of whole blocks, K % 4 == 0 (gemv_q6k.comp: 32-bit word loads): one dispatch per binding range of
-// whole rows.
-Status record_q6_vec(Recorder& rec, const GemvArgs& a, const std::vector<BindingRange>& ranges,
-                        uint64_t row_stride, const std::string& ctx, std::string_view label) {
+// gemv_q6_k_vec's specialization: tuning overrides, and 32 invocations for rows of at most kQ6NarrowItems items.
+std::vector<SpecValue> q6_spec(const GemvTuning& t, uint32_t k) {
   std::vector<SpecValue> spec;
-  if (a.tuning.local_size_x != 0) {
-    spec.push_back({0, a.tuning.local_size_x});
-  } else if (ceil_div(a.k, quant::kQK_K) * 4 <= kQ6NarrowItems) {
+  if (t.local_size_x != 0) {
+    spec.push_back({0, t.local_size_x});
+  } else if (ceil_div(k, quant::kQK_K) * 4 <= kQ6NarrowItems) {
     spec.push_back({0, kQ6NarrowLocalSize});
   }
-  if (a.tuning.num_rows != 0) spec.push_back({1, a.tuning.num_rows});
-  RDRR_ASSIGN_OR_RETURN(const Pipeline* pipe, get_pipeline(rec, "gemv_q6_k_vec", spec, ctx));
-  const uint64_t num_rows = pipe->spec(1);
-  const uint64_t blocks_per_row = row_stride / quant::kQK_K;
-  for (const BindingRange& r : ranges) {
-    const uint64_t row_begin = r.first_granule;  // granule = one row of whole blocks
-    const uint64_t row_end = std::min<uint64_t>(a.n_rows, r.first_granule + r.granule_count);
-    if (row_begin >= row_end) continue;
-    const uint64_t groups = ceil_div(row_end - row_begin, num_rows);
-    RDRR_ASSIGN_OR_RETURN(const auto grid, fold_groups(rec, groups, ctx));
-    const RowPush push{static_cast<uint32_t>(row_end - row_begin),
-                       a.k,
-                       static_cast<uint32_t>(row_stride),
-                       static_cast<uint32_t>(row_begin),
-                       static_cast<uint32_t>(r.skip_bytes / 2),
-                       static_cast<uint32_t>(row_begin * blocks_per_row),
-                       static_cast<uint32_t>(groups),
-                       0};
-    const BufferRange bindings[] = {{a.w.buffer, r.bind_offset_bytes, r.bind_size_bytes}, a.x, a.y};
-    RDRR_RETURN_IF_ERROR(rec.dispatch(*pipe, bindings, push, grid, label));
-  }
-  return Status::Ok();
+  if (t.num_rows != 0) spec.push_back({1, t.num_rows});
+  return spec;
 }
 
 // Row path (flat / row_wise / plain float): one dispatch per binding range of whole rows.
@@ -362,7 +340,6 @@ Status record_rows(Recorder& rec, const GemvArgs& a, const kernels::KernelInfo* 
                                                  "blocks or K not a multiple of 4)");
   }
   if (!a.kernel.empty() && !vec6_forced) vec6 = false;
-  if (vec6) return record_q6_vec(rec, a, *ranges, row_stride, ctx, label);
   const DeviceCaps& caps = dev.caps();
   const bool dot_ok = caps.integer_dot_product && caps.subgroup_size != 0 &&
                       kDotGroupInvocations % largest_subgroup(caps) == 0;
@@ -374,11 +351,14 @@ Status record_rows(Recorder& rec, const GemvArgs& a, const kernels::KernelInfo* 
   const bool dot = vec && dot_ok &&
                    (dot_forced || (a.tuning.decode == 0 && caps.integer_dot_4x8_accelerated && a.k >= kDotMinK));
   if (vec) kernel = kernels::find_kernel(dot ? "gemv_q4_k_dot" : "gemv_q4_k_vec");
-  if (kernel == nullptr) return error(StatusCode::kInternal, ctx + ": vectorized Q4_K gemv kernel is not registered");
+  if (vec6) kernel = kernels::find_kernel("gemv_q6_k_vec");
+  if (kernel == nullptr) return error(StatusCode::kInternal, ctx + ": vectorized gemv kernel is not registered");
   if (vec) unit_bytes = kQ4KVecBytes;
   std::vector<SpecValue> spec;
   if (dot) {
     RDRR_ASSIGN_OR_RETURN(spec, dot_spec(a.tuning, *kernel, caps, ctx));
+  } else if (vec6) {
+    spec = q6_spec(a.tuning, a.k);
   } else {
     spec = gemv_spec(a.tuning, false, *kernel, caps);
     if (vec && a.tuning.local_size_x == 0 && a.tuning.num_rows == 0 &&

@@ -71,7 +71,7 @@ void Recorder::reset_state() {
   barriers_ = 0;
   hazards_.barrier();
   labels_.clear();
-  first_uses_.clear();
+  noted_uses_.clear();
 }
 
 Status Recorder::begin_if_needed() {

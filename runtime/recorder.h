@@ -83,8 +83,8 @@ class Recorder {
 
   // Per-recording marks (cleared at submit): lets an op initialise state once per recording, e.g. the
   // split-K GEMV tickets of a scratch range (note_use after the initialising dispatch was recorded).
-  bool used_before(VkBuffer buffer, uint64_t offset) const { return first_uses_.count({buffer, offset}) != 0; }
-  void note_use(VkBuffer buffer, uint64_t offset) { first_uses_.insert({buffer, offset}); }
+  bool used_before(VkBuffer buffer, uint64_t offset) const { return noted_uses_.count({buffer, offset}) != 0; }
+  void note_use(VkBuffer buffer, uint64_t offset) { noted_uses_.insert({buffer, offset}); }
 
   uint32_t dispatch_count() const { return dispatches_; }
   uint32_t barrier_count() const { return barriers_; }
@@ -109,7 +109,7 @@ class Recorder {
   uint32_t dispatches_ = 0;
   uint32_t barriers_ = 0;
   std::vector<std::string> labels_;
-  std::set<std::pair<VkBuffer, uint64_t>> first_uses_;
+  std::set<std::pair<VkBuffer, uint64_t>> noted_uses_;
   struct Pending {
     SubmitResult out;
     std::vector<std::string> labels;
