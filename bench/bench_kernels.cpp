@@ -354,13 +354,18 @@ std::vector<GemvCase> gemv_cases(bool tune) {
   GemvTuning f32_decode;
   f32_decode.decode = 1;
   c.push_back({DType::kQ4_K, Layout::kRowWise, f32_decode, "f32 indep", true});
+  GemvTuning dot_decode;
+  dot_decode.decode = 2;
+  c.push_back({DType::kQ4_K, Layout::kRowWise, dot_decode, "dot indep", true});
+  GemvTuning col_stream;  // column split, the weight stream alone (not a real GEMV)
+  col_stream.diag = 18;
+  c.push_back({DType::kQ4_K, Layout::kColumnWise, col_stream, "diag18 indep", true});
   // Specialization sweeps. Rows path {local_size_x, num_rows, -, -, diag, unroll}; diag rows are not real
   // GEMVs (1: no x reads, 2: no decode, 3: neither) and show which resource bounds the kernel.
-  const GemvTuning row_tunes[] = {{128, 4, 0, 0, 0, 0}, {32, 4, 0, 0, 0, 0}, {64, 2, 0, 0, 0, 0},
-                                  {64, 8, 0, 0, 0, 0},  {64, 4, 0, 0, 0, 2}, {64, 4, 0, 0, 0, 4},
-                                  {64, 2, 0, 0, 0, 2},  {64, 2, 0, 0, 0, 4}, {32, 4, 0, 0, 0, 2},
-                                  {64, 4, 0, 0, 1, 0},  {64, 4, 0, 0, 2, 0}, {64, 4, 0, 0, 3, 0},
-                                  {64, 4, 0, 0, 3, 2},  {64, 4, 0, 0, 3, 4}};
+  const GemvTuning row_tunes[] = {{128, 4, 0, 0, 0, 0}, {64, 4, 0, 0, 0, 0}, {32, 4, 0, 0, 0, 0},
+                                  {64, 8, 0, 0, 0, 0},  {32, 4, 0, 0, 0, 2}, {64, 4, 0, 0, 1, 0},
+                                  {64, 4, 0, 0, 2, 0},  {64, 4, 0, 0, 3, 0},
+                                  {32, 8, 0, 0, 0, 0},  {32, 2, 0, 0, 0, 0}};
   // Integer-dot rows kernel: {local_size_x, num_rows, -, -, -, -, decode 2, row groups}; and the f32 decode.
   const GemvTuning dot_tunes[] = {{0, 0, 0, 0, 0, 0, 1, 0}, {64, 8, 0, 0, 0, 0, 2, 4}, {64, 2, 0, 0, 0, 0, 2, 8},
                                   {64, 2, 0, 0, 0, 0, 2, 4}, {64, 4, 0, 0, 0, 0, 2, 2}, {64, 8, 0, 0, 0, 0, 2, 2},
@@ -373,6 +378,7 @@ std::vector<GemvCase> gemv_cases(bool tune) {
   for (const GemvTuning& t : dot_tunes) {
     std::string v = t.decode == 1 ? "f32" : tune_label("dot_rg", t.row_groups, "_rows", t.num_rows);
     c.push_back({DType::kQ4_K, Layout::kRowWise, t, v});
+    if (t.decode == 2) c.push_back({DType::kQ4_K, Layout::kRowWise, t, v + " indep", true});
   }
   for (GemvTuning t : row_tunes) {
     t.decode = 1;  // the f32 decode's sweeps
@@ -380,20 +386,21 @@ std::vector<GemvCase> gemv_cases(bool tune) {
     if (t.diag) v += num_label("_diag", t.diag);
     if (t.unroll) v += num_label("_u", t.unroll);
     c.push_back({DType::kQ4_K, Layout::kRowWise, t, v});
+    c.push_back({DType::kQ4_K, Layout::kRowWise, t, v + " indep", true});
   }
-  // Column split path {items per workgroup, -, input slices, inputs per split (0 = auto), diag, unroll};
-  // diag 2: no decode, 16: no epilogue (slice sums, partials, merge), 18: neither.
-  const GemvTuning col_tunes[] = {{16, 0, 32, 0},      {8, 0, 16, 512},     {8, 0, 32, 512},    {8, 0, 16, 128},
-                                  {8, 0, 32, 1024},    {8, 0, 32, 128},     {8, 0, 32, 256},    {8, 0, 32, 0, 2},
-                                  {8, 0, 32, 0, 0, 2}, {8, 0, 32, 0, 0, 8}, {8, 0, 16, 0, 0, 2}, {16, 0, 16, 0},
-                                  {16, 0, 16, 0, 2},   {32, 0, 8, 0, 2},    {32, 0, 8, 0},      {32, 0, 8, 1024},
-                                  {8, 0, 32, 0, 16},   {8, 0, 32, 0, 18}};
+  // Column split path {items per workgroup, -, input slices, inputs per split (0 = auto), diag, unroll}, each
+  // serialized and independent; diag 2: no decode, 16: no epilogue (slice sums, partials, merge), 18: neither.
+  // Longer splits trade latency for throughput: fewer partials and merges, fewer workgroups per call.
+  const GemvTuning col_tunes[] = {{8, 0, 32, 0, 16},   {8, 0, 32, 0, 18},   {8, 0, 32, 0, 2},  {8, 0, 32, 1024},
+                                  {8, 0, 32, 2048},    {8, 0, 32, 4096},    {8, 0, 32, 512},   {8, 0, 16, 2048},
+                                  {8, 0, 16, 0},       {8, 0, 32, 0, 0, 2}, {8, 0, 32, 0, 0, 8}};
   for (const GemvTuning& t : col_tunes) {
     std::string v = tune_label("x", t.local_size_x, "_ks", t.k_split);
     if (t.k_chunk) v += num_label("_kc", t.k_chunk);
     if (t.diag) v += num_label("_diag", t.diag);
     if (t.unroll) v += num_label("_u", t.unroll);
     c.push_back({DType::kQ4_K, Layout::kColumnWise, t, v});
+    c.push_back({DType::kQ4_K, Layout::kColumnWise, t, v + " indep", true});
   }
   return c;
 }

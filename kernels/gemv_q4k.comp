@@ -149,8 +149,12 @@ void main() {
       } else {
         load_x(b, j, xl, xh);
       }
-      const float sum_lo = dot(xl[0] + xl[1] + xl[2] + xl[3], ones);
-      const float sum_hi = dot(xh[0] + xh[1] + xh[2] + xh[3], ones);
+      const vec4 xsum_lo = xl[0] + xl[1] + xl[2] + xl[3];
+      const vec4 xsum_hi = xh[0] + xh[1] + xh[2] + xh[3];
+      const float sum_lo = dot(xsum_lo, ones);
+      const float sum_hi = dot(xsum_hi, ones);
+      const float off_lo = dot(xsum_lo, Q4V_OFF_LO);  // the decode's offsets (q4v_word_mixed) times x
+      const float off_hi = dot(xsum_hi, Q4V_OFF_HI);
       [[unroll]] for (uint r = 0u; r < NUM_ROWS; ++r) {
         if (row0 + r < pc.n_rows) {
           const uvec4 h = hdr[u * NUM_ROWS + r];
@@ -163,12 +167,14 @@ void main() {
             [[unroll]] for (uint m = 0u; m < 4u; ++m) {
               vec4 lo;
               vec4 hi;
-              q4v_word(q[m], lo, hi);
+              q4v_word_mixed(q[m], lo, hi);
               [[unroll]] for (uint t = 0u; t < 4u; ++t) {
                 dot_lo = fma(lo[t], xl[m][t], dot_lo);
                 dot_hi = fma(hi[t], xh[m][t], dot_hi);
               }
             }
+            dot_lo -= off_lo;
+            dot_hi -= off_hi;
           }
           const vec2 dm = unpackHalf2x16(h.x);
           const vec4 s = q4v_scales(h, j >> 1);

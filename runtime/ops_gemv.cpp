@@ -59,6 +59,11 @@ constexpr uint64_t kMaxMergeSplits = 32;      // the merging workgroup reads thi
 // bench_kernels: 2048x8192 12.99 -> 10.81 us; at 1024 workgroups and more the wider groups are slower).
 constexpr uint64_t kVecWideBelowGroups = 768;
 constexpr uint32_t kVecWideLocalSize = 128;
+// ... and from this many workgroups on, 32 invocations (one NVIDIA subgroup) per workgroup: more workgroups in
+// flight and no cross-subgroup step (H100, bench_kernels, f32 decode, GPU span per serialized / independent
+// call: 8192x2048 10.01 -> 9.64 / 5.61 -> 4.71 us, 14336x4096 21.8 -> 21.9 / 16.25 -> 14.91 us).
+constexpr uint64_t kVecNarrowFromGroups = 2048;
+constexpr uint32_t kVecNarrowLocalSize = 32;
 enum SplitMode : uint32_t { kPartialsOnly = 0, kDirect = 1, kMergeLast = 2 };
 // gemv_q4k_dot.comp: x values staged per shared-memory pass at most (2.5 bytes each), and the invocations of a
 // row group (subgroups must tile it: the device's largest subgroup divides it).
@@ -361,9 +366,14 @@ Status record_rows(Recorder& rec, const GemvArgs& a, const kernels::KernelInfo* 
     spec = q6_spec(a.tuning, a.k);
   } else {
     spec = gemv_spec(a.tuning, false, *kernel, caps);
-    if (vec && a.tuning.local_size_x == 0 && a.tuning.num_rows == 0 &&
-        ceil_div(a.n_rows, spec_default(*kernel, 1)) < kVecWideBelowGroups) {
-      spec.push_back({0, kVecWideLocalSize});
+    if (vec && a.tuning.local_size_x == 0 && a.tuning.num_rows == 0) {
+      const uint64_t groups = ceil_div(a.n_rows, spec_default(*kernel, 1));
+      if (groups < kVecWideBelowGroups) {
+        spec.push_back({0, kVecWideLocalSize});
+      } else if (groups >= kVecNarrowFromGroups && caps.subgroup_size != 0 &&
+                 caps.subgroup_size <= kVecNarrowLocalSize) {
+        spec.push_back({0, kVecNarrowLocalSize});
+      }
     }
     if (vec && a.tuning.diag != 0) spec.push_back({2, a.tuning.diag});
     if (vec && a.tuning.unroll != 0) spec.push_back({3, a.tuning.unroll});

@@ -24,6 +24,22 @@ void q4v_word(uint w, out vec4 lo, out vec4 hi) {
   hi = vec4(q4v_nib(w, 4u), q4v_nib(w, 12u), q4v_nib(s, 8u), q4v_nib(s, 16u));
 }
 
+// The 8 nibble values of word w with per-position offsets, split between the integer and float pipes (NVIDIA
+// issues LOP3/SHF at half the FADD/FFMA rate): lo[t] = (low nibble of byte t) + Q4V_OFF_LO[t], hi[t] = (high
+// nibble of byte t) + Q4V_OFF_HI[t]. Bits 0-15 of w and bits 20-23 (at 11-14 of s = w >> 9) are exact floats
+// (q4v_nib: one LOP3, one FADD); bits 16-19 of w and 24-31 (at 15-22 of s) sit in the mantissa under
+// exponents 2^7, 2^8 and 2^4 (one LOP3, no FADD), so they carry offsets 128, 256 and 16 that callers take out
+// once per sum (dot(lo, x) - dot(Q4V_OFF_LO, x)). An offset of 256 on a 16-value sum costs about
+// 2^-24 * 256 * 16 / 30 ~ 1e-5 of the sum.
+const vec4 Q4V_OFF_LO = vec4(0.0, 0.0, 128.0, 256.0);
+const vec4 Q4V_OFF_HI = vec4(0.0, 0.0, 0.0, 16.0);
+void q4v_word_mixed(uint w, out vec4 lo, out vec4 hi) {
+  const uint s = w >> 9;
+  lo = vec4(q4v_nib(w, 0u), q4v_nib(w, 8u), uintBitsToFloat((w & 0x000f0000u) | 0x43000000u),
+            uintBitsToFloat((s & 0x00078000u) | 0x43800000u));
+  hi = vec4(q4v_nib(w, 4u), q4v_nib(w, 12u), q4v_nib(s, 11u), uintBitsToFloat((s & 0x00780000u) | 0x41800000u));
+}
+
 // Sub-block scales and mins of item j's two sub-blocks (2c, 2c + 1), c = j / 2, from the header vector:
 // returns (sc_lo, sc_hi, m_lo, m_hi) as floats (llama.cpp get_scale_min_k4 on whole words: sub-blocks 0..3
 // are the low 6 bits of scale bytes 0..3 / 4..7; 4..7 combine nibbles of bytes 8..11 with the top 2 bits of
