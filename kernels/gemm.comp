@@ -23,6 +23,7 @@
 //   Spec: 0 local_size_x (16), 1 local_size_y (8), 2 RM (2), 3 RN (4), 4 TK (32).
 //   Grid: ceil(M / TM) * ceil(n_rows / TN) workgroups (column path: n_rows = N), folded into x and y.
 #extension GL_EXT_shader_16bit_storage : require
+#extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 
 layout(local_size_x = 16, local_size_y = 8, local_size_x_id = 0, local_size_y_id = 1) in;
@@ -34,14 +35,20 @@ layout(constant_id = 4) const uint TK = 32;
 layout(binding = 0) readonly buffer Wf { float wf[]; };
 #elif defined(W_Q4_K)
 layout(binding = 0) readonly buffer W32 { uint w32[]; };
+layout(binding = 0) readonly buffer W128 { uvec4 wv[]; };  // same binding: whole blocks as 9 uvec4 (vec4_blocks)
 #define Q4K_WORD(i) w32[i]
 #include "q4_k.glsl"
+#include "q4_k_vec.glsl"
 #else
 layout(binding = 0) readonly buffer W16 { uint16_t w16[]; };
 #define Q6K_HALF(i) uint(w16[i])
 #define Q80_HALF(i) uint(w16[i])
 #include "q6_k.glsl"
 #include "q8_0.glsl"
+#if defined(W_Q6_K)
+layout(binding = 0) readonly buffer W32 { uint w[]; };  // same binding: segments as words (word_loads.glsl)
+#include "word_loads.glsl"
+#endif
 #endif
 layout(binding = 1) readonly buffer X { float x[]; };
 layout(binding = 2) buffer Y { float y[]; };
@@ -61,7 +68,8 @@ layout(push_constant) uniform Push {
   uint accumulate;    // column path: 1 = Y += result
   uint tiles_n;       // ceil(n_rows / TN)
   uint n_groups;      // workgroups with work
-  uint pad0;
+  uint fast_tiles;    // 1 = W tiles from vector loads (load_w_vec): Q6_K rows of whole blocks; Q4_K rows of whole
+                      // blocks or column_wise, blocks starting 16-byte aligned (w_base % 4 == 0)
   uint pad1;
 } pc;
 
@@ -70,8 +78,10 @@ const uint LY = gl_WorkGroupSize.y;
 const uint TM = LY * RM;
 const uint TN = LX * RN;
 
-shared float xs[TM * TK];
-shared float ws[TN * TK];
+// Rows padded by one value: the products read ws down a column (stride TKP), which would otherwise hit one bank.
+const uint TKP = TK + 1u;
+shared float xs[TM * TKP];
+shared float ws[TN * TKP];
 
 // Decoded W value of local output n (< n_rows) and local input k (< pc.k) of this dispatch.
 float w_value(uint n, uint k) {
@@ -103,6 +113,160 @@ float w_value(uint n, uint k) {
 #endif
 }
 
+// Elements of the X and W tiles each invocation stages per K step.
+const uint X_PER = (TM * TK + LX * LY - 1u) / (LX * LY);
+const uint W_PER = (TN * TK + LX * LY - 1u) / (LX * LY);
+
+#if (defined(W_Q4_K) || defined(W_Q6_K)) && !defined(COLUMN_WISE)
+#define VEC_TILE (TK == 32u && (TN * 2u) % (LX * LY) == 0u)
+const uint HALF_ROWS_PER = (TN * 2u + LX * LY - 1u) / (LX * LY);
+#elif defined(W_Q4_K) && defined(COLUMN_WISE)
+// Q4_K column_wise: a unit is one input and 16 consecutive outputs (16-aligned), i.e. one nibble plane of one
+// 16-byte qs vector of one block: each invocation decodes whole units from two 16-byte loads (header, qs).
+#define VEC_TILE (TN % 16u == 0u && (TK * (TN / 16u)) % (LX * LY) == 0u)
+const uint UNITS_PER = (TK * (TN / 16u) + LX * LY - 1u) / (LX * LY);
+void load_w_vec(uint k0, uint n0, uint tid, out float wr[W_PER]) {
+  [[unroll]] for (uint i = 0u; i < UNITS_PER; ++i) {
+    const uint u = tid + i * LX * LY;
+    const uint k = k0 + u / (TN / 16u);  // this dispatch's input
+    const uint nb = n0 + 16u * (u % (TN / 16u));
+    float v[16];
+    [[unroll]] for (uint t = 0u; t < 16u; ++t) v[t] = 0.0;
+    if (k < pc.k && nb < pc.n_rows) {
+      const uint bv = pc.w_base / 4u + (k * pc.blocks_per_n + nb / 256u) * Q4V_BLOCK_VECS;
+      const uint e0 = nb % 256u;
+      const uint c = e0 / 64u;
+      const uint plane = (e0 / 32u) % 2u;  // high nibbles: sub-block 2c + 1
+      const uvec4 hdr = wv[bv];
+      const uvec4 q = wv[bv + 1u + 2u * c + (e0 / 16u) % 2u];
+      const vec2 dm = unpackHalf2x16(hdr.x);
+      const vec4 sc = q4v_scales(hdr, c);
+      precise float d1 = dm.x * (plane != 0u ? sc.y : sc.x);
+      precise float m1 = dm.y * (plane != 0u ? sc.w : sc.z);
+      [[unroll]] for (uint t = 0u; t < 16u; ++t) {
+        precise float w = d1 * float((q[t / 4u] >> (8u * (t % 4u) + 4u * plane)) & 15u) - m1;
+        v[t] = nb + t < pc.n_rows ? w : 0.0;
+      }
+    }
+    [[unroll]] for (uint t = 0u; t < 16u; ++t) {
+      const uint slot = i * 16u + t;
+      if (slot < W_PER) wr[slot] = v[t];
+    }
+  }
+}
+#endif
+
+#if defined(W_Q4_K) && !defined(COLUMN_WISE)
+// Q4_K rows of whole blocks, TK = 32 (one sub-block per row and step): each invocation decodes half-rows of 16
+// values from two 16-byte loads (the block header and the qs vector holding them), instead of five word loads
+// and a scale decode per value. Same rounding as q4k_decode. Half-row hr of the tile: output n0 + hr / 2,
+// values k0 + 16 (hr % 2) + (0..15); values past k are 0. Needs whole half-rows per invocation (VEC_TILE).
+void load_w_vec(uint k0, uint n0, uint tid, out float wr[W_PER]) {
+  [[unroll]] for (uint i = 0u; i < HALF_ROWS_PER; ++i) {
+    const uint hr = tid + i * LX * LY;
+    const uint n = n0 + hr / 2u;
+    const uint half_ = hr % 2u;
+    float v[16];
+    [[unroll]] for (uint t = 0u; t < 16u; ++t) v[t] = 0.0;
+    if (hr < TN * 2u && n < pc.n_rows && k0 + 16u * half_ < pc.k) {
+      const uint blocks_per_row = pc.row_stride / 256u;
+      const uint blk = (pc.row_begin + n) * blocks_per_row + k0 / 256u - pc.block_begin;
+      const uint bv = pc.w_base / 4u + blk * Q4V_BLOCK_VECS;
+      const uint e0 = (k0 % 256u) + 16u * half_;  // block element of value 0
+      const uint sb = e0 / 32u;                    // sub-block: chunk c = sb / 2, nibble plane sb % 2
+      const uvec4 hdr = wv[bv];
+      const uvec4 q = wv[bv + 1u + 2u * (sb / 2u) + half_];
+      const vec2 dm = unpackHalf2x16(hdr.x);
+      const vec4 sc = q4v_scales(hdr, sb / 2u);
+      precise float d1 = dm.x * ((sb & 1u) != 0u ? sc.y : sc.x);
+      precise float m1 = dm.y * ((sb & 1u) != 0u ? sc.w : sc.z);
+      const uint shift = 4u * (sb & 1u);
+      [[unroll]] for (uint t = 0u; t < 16u; ++t) {
+        precise float w = d1 * float((q[t / 4u] >> (8u * (t % 4u) + shift)) & 15u) - m1;
+        v[t] = k0 + 16u * half_ + t < pc.k ? w : 0.0;
+      }
+    }
+    [[unroll]] for (uint t = 0u; t < 16u; ++t) {
+      const uint slot = i * 16u + t;
+      if (slot < W_PER) wr[slot] = v[t];
+    }
+  }
+}
+#elif defined(W_Q6_K) && !defined(COLUMN_WISE)
+// Q6_K rows of whole blocks, TK = 32 (one quarter of one 128-value half per row and step): a half-row of 16
+// values takes 16 ql bytes, 16 qh bytes (two word segments), one scale byte and d, as q6k_decode's rounding.
+void load_w_vec(uint k0, uint n0, uint tid, out float wr[W_PER]) {
+  [[unroll]] for (uint i = 0u; i < HALF_ROWS_PER; ++i) {
+    const uint hr = tid + i * LX * LY;
+    const uint n = n0 + hr / 2u;
+    const uint half_ = hr % 2u;
+    float v[16];
+    [[unroll]] for (uint t = 0u; t < 16u; ++t) v[t] = 0.0;
+    if (n < pc.n_rows && k0 + 16u * half_ < pc.k) {
+      const uint blocks_per_row = pc.row_stride / 256u;
+      const uint hb = pc.w_base + ((pc.row_begin + n) * blocks_per_row + k0 / 256u - pc.block_begin) * Q6K_BLOCK_HALFS;
+      const uint e0 = (k0 % 256u) + 16u * half_;
+      const uint h = e0 / 128u;
+      const uint qtr = (e0 % 128u) / 32u;
+      const uint l0 = e0 % 32u;  // 0 or 16
+      const uvec4 ql = segment16(hb + (64u * h + 32u * (qtr & 1u) + l0) / 2u);
+      const uvec4 qh = segment16(hb + (128u + 32u * h + l0) / 2u);
+      precise float ds = q6k_d(hb) * float(q6k_scale(hb, 8u * h + l0 / 16u + 2u * qtr));
+      const uint lo_shift = qtr >= 2u ? 4u : 0u;
+      [[unroll]] for (uint t = 0u; t < 16u; ++t) {
+        const uint sh = 8u * (t % 4u);
+        const uint q = ((ql[t / 4u] >> (sh + lo_shift)) & 15u) | (((qh[t / 4u] >> (sh + 2u * qtr)) & 3u) << 4);
+        precise float x = ds * float(int(q) - 32);
+        v[t] = k0 + 16u * half_ + t < pc.k ? x : 0.0;
+      }
+    }
+    [[unroll]] for (uint t = 0u; t < 16u; ++t) {
+      const uint slot = i * 16u + t;
+      if (slot < W_PER) wr[slot] = v[t];
+    }
+  }
+}
+#elif !defined(VEC_TILE)
+#define VEC_TILE false
+#endif
+
+// Tile element (n * TK + k) of register slot i: the generic path stages elements tid + i * threads; the row
+// path of load_w_vec 16 consecutive values of half-row tid + (i / 16) * threads; the column path 16
+// consecutive outputs of unit tid + (i / 16) * threads.
+uint w_slot_index(uint tid, uint i, bool vec) {
+  if (vec) {
+    const uint u = tid + (i / 16u) * LX * LY;
+#if defined(COLUMN_WISE)
+    return (16u * (u % (TN / 16u)) + i % 16u) * TK + u / (TN / 16u);
+#else
+    return (u / 2u) * TK + 16u * (u % 2u) + i % 16u;
+#endif
+  }
+  return tid + i * LX * LY;
+}
+
+// Loads (and decodes) this invocation's share of the tiles at k0 into registers: elements tid + i * threads.
+void load_tiles(uint k0, uint m0, uint n0, uint tid, out float xr[X_PER], out float wr[W_PER]) {
+  [[unroll]] for (uint i = 0u; i < X_PER; ++i) {
+    const uint idx = tid + i * LX * LY;
+    const uint r = m0 + idx / TK;
+    const uint c = k0 + idx % TK;
+    xr[i] = (idx < TM * TK && r < pc.m && c < pc.k) ? x[r * pc.k_total + pc.k_begin + c] : 0.0;
+  }
+#if defined(W_Q4_K) || defined(W_Q6_K)
+  if (VEC_TILE && pc.fast_tiles != 0u) {
+    load_w_vec(k0, n0, tid, wr);
+    return;
+  }
+#endif
+  [[unroll]] for (uint i = 0u; i < W_PER; ++i) {
+    const uint idx = tid + i * LX * LY;
+    const uint n = n0 + idx / TK;
+    const uint c = k0 + idx % TK;
+    wr[i] = (idx < TN * TK && n < pc.n_rows && c < pc.k) ? w_value(n, c) : 0.0;
+  }
+}
+
 void main() {
   const uint g = folded_group_index();
   if (g >= pc.n_groups) return;  // uniform per workgroup: no barrier is skipped by part of a group
@@ -111,29 +275,33 @@ void main() {
   const uint tx = gl_LocalInvocationID.x;
   const uint ty = gl_LocalInvocationID.y;
   const uint tid = ty * LX + tx;
-  const uint n_threads = LX * LY;
 
   float acc[RM * RN];
   for (uint i = 0u; i < RM * RN; ++i) acc[i] = 0.0;
 
+  // Register double buffering: the next K tile's loads (and decode) are issued before this tile's products,
+  // so their latency overlaps the arithmetic instead of adding to every step.
+  float xr[X_PER];
+  float wr[W_PER];
+  load_tiles(0u, m0, n0, tid, xr, wr);
+  const bool vec = VEC_TILE && pc.fast_tiles != 0u;
   for (uint k0 = 0u; k0 < pc.k; k0 += TK) {
-    for (uint idx = tid; idx < TM * TK; idx += n_threads) {
-      const uint r = m0 + idx / TK;
-      const uint c = k0 + idx % TK;
-      xs[idx] = (r < pc.m && c < pc.k) ? x[r * pc.k_total + pc.k_begin + c] : 0.0;
+    [[unroll]] for (uint i = 0u; i < X_PER; ++i) {
+      const uint idx = tid + i * LX * LY;
+      if (idx < TM * TK) xs[(idx / TK) * TKP + idx % TK] = xr[i];
     }
-    for (uint idx = tid; idx < TN * TK; idx += n_threads) {
-      const uint n = n0 + idx / TK;
-      const uint c = k0 + idx % TK;
-      ws[idx] = (n < pc.n_rows && c < pc.k) ? w_value(n, c) : 0.0;
+    [[unroll]] for (uint i = 0u; i < W_PER; ++i) {
+      const uint idx = w_slot_index(tid, i, vec);
+      if (idx < TN * TK) ws[(idx / TK) * TKP + idx % TK] = wr[i];
     }
     barrier();
+    if (k0 + TK < pc.k) load_tiles(k0 + TK, m0, n0, tid, xr, wr);
     for (uint kk = 0u; kk < TK; ++kk) {
-      float wv[RN];
-      for (uint j = 0u; j < RN; ++j) wv[j] = ws[(tx + j * LX) * TK + kk];
+      float wcol[RN];
+      for (uint j = 0u; j < RN; ++j) wcol[j] = ws[(tx + j * LX) * TKP + kk];
       for (uint i = 0u; i < RM; ++i) {
-        const float xv = xs[(ty + i * LY) * TK + kk];
-        for (uint j = 0u; j < RN; ++j) acc[i * RN + j] += xv * wv[j];
+        const float xv = xs[(ty + i * LY) * TKP + kk];
+        for (uint j = 0u; j < RN; ++j) acc[i * RN + j] += xv * wcol[j];
       }
     }
     barrier();

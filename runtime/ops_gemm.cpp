@@ -22,9 +22,10 @@ using namespace ops_detail;
 
 struct GemmPush {
   uint32_t m, n_total, n_rows, row_begin, k, k_begin, k_total, row_stride;
-  uint32_t w_base, block_begin, blocks_per_n, accumulate, tiles_n, n_groups, pad0, pad1;
+  uint32_t w_base, block_begin, blocks_per_n, accumulate, tiles_n, n_groups, fast_tiles, pad1;
 };
 static_assert(sizeof(GemmPush) == 64);
+constexpr uint64_t kQ4KVecAlignBytes = 16;
 
 constexpr uint64_t kIndexLimit = uint64_t{1} << 32;
 
@@ -93,7 +94,8 @@ Status record_gemm_column(Recorder& rec, const GemmArgs& a, const Pipeline& pipe
     const BindingRange& r = (*ranges)[i];
     const GemmPush push{a.m_rows, a.n_rows, a.n_rows, 0, static_cast<uint32_t>(r.granule_count),
                         static_cast<uint32_t>(r.first_granule), a.k, 0, static_cast<uint32_t>(r.skip_bytes / 4), 0,
-                        static_cast<uint32_t>(blocks_per_n), i > 0 ? 1u : 0u, 0, 0, 0, 0};
+                        static_cast<uint32_t>(blocks_per_n), i > 0 ? 1u : 0u, 0, 0,
+                        r.skip_bytes % kQ4KVecAlignBytes == 0 ? 1u : 0u, 0};
     RDRR_RETURN_IF_ERROR(
         dispatch_gemm(rec, pipe, a, push, {a.w.buffer, r.bind_offset_bytes, r.bind_size_bytes}, ctx, label));
   }
@@ -121,10 +123,16 @@ Status record_gemm_rows(Recorder& rec, const GemmArgs& a, const Pipeline& pipe, 
     const uint64_t row_begin = r.first_granule * rows_per_granule;
     const uint64_t row_end = std::min<uint64_t>(a.n_rows, (r.first_granule + r.granule_count) * rows_per_granule);
     if (row_begin >= row_end) continue;
+    // Rows of whole blocks (Q4_K: starting 16-byte aligned): gemm.comp stages W tiles from vector loads.
+    const bool whole = row_stride % be == 0;
+    const uint32_t fast_tiles = (a.dtype == quant::DType::kQ4_K && whole && r.skip_bytes % kQ4KVecAlignBytes == 0) ||
+                                        (a.dtype == quant::DType::kQ6_K && whole)
+                                    ? 1
+                                    : 0;
     const GemmPush push{a.m_rows, a.n_rows, static_cast<uint32_t>(row_end - row_begin),
                         static_cast<uint32_t>(row_begin), a.k, 0, a.k, static_cast<uint32_t>(row_stride),
                         static_cast<uint32_t>(r.skip_bytes / unit_bytes), static_cast<uint32_t>(row_begin * row_stride / be),
-                        0, 0, 0, 0, 0, 0};
+                        0, 0, 0, 0, fast_tiles, 0};
     RDRR_RETURN_IF_ERROR(
         dispatch_gemm(rec, pipe, a, push, {a.w.buffer, r.bind_offset_bytes, r.bind_size_bytes}, ctx, label));
   }
