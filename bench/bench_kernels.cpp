@@ -41,6 +41,8 @@ using quant::Layout;
 using runtime::BufferRange;
 using runtime::Device;
 using runtime::GemvArgs;
+using runtime::GemmArgs;
+using runtime::GemmTuning;
 using runtime::GemvTuning;
 using runtime::Recorder;
 
@@ -104,6 +106,13 @@ Result<runtime::Buffer> make_pool(Device& dev, uint64_t bytes) {
 struct Shape {
   uint32_t n;
   uint32_t k;
+};
+
+struct GemmCase {
+  DType dtype;
+  Layout layout;
+  GemmTuning tuning;
+  std::string variant;
 };
 
 struct GemvCase {
@@ -203,6 +212,45 @@ struct Bench {
         RDRR_RETURN_IF_ERROR(runtime::record_gemv_scratch_init(r, sb->range().sub(i * scratch_stride, scratch_bytes)));
       }
       return Status::Ok();
+    });
+    if (!us.ok()) return table.fail(row, us.status().to_string());
+    row.copies = copies;
+    table.add(row, *us);
+  }
+
+  // Prefill matmul: M tokens through an N x K weight (rotated through the pool like gemv), serialized calls.
+  // row.bytes is the weight's size; TFLOP/s = 2 M N K / us.
+  void gemm(const Shape& s, uint32_t m, const GemmCase& c) {
+    Row row;
+    row.op = "gemm";
+    row.dtype = quant::dtype_name(c.dtype);
+    row.layout = quant::layout_name(c.layout);
+    row.shape = std::to_string(s.n) + "x" + std::to_string(s.k);
+    row.variant = "M" + std::to_string(m) + (c.variant.empty() ? "" : " " + c.variant);
+    if (!table.selected(row, opt.filter)) return;
+    const uint64_t w_bytes = runtime::packed_weight_bytes(c.dtype, c.layout, s.n, s.k);
+    const uint64_t stride = round_up(w_bytes, 256);
+    row.bytes = w_bytes;
+    if (stride > pool.range().size) return table.fail(row, "weights larger than the pool (--pool-mib)");
+    Result<runtime::Buffer> xb = dev.allocate(uint64_t{m} * s.k * 4, "x");
+    Result<runtime::Buffer> yb = dev.allocate(uint64_t{m} * s.n * 4, "y");
+    if (!xb.ok() || !yb.ok()) return table.fail(row, "allocation failed");
+    const std::vector<float> x = random_floats(uint64_t{m} * s.k);
+    Status st = dev.upload(xb->range(), std::as_bytes(std::span(x)));
+    if (!st.ok()) return table.fail(row, st.to_string());
+    const uint32_t copies = std::min<uint32_t>(copies_for(stride), 32);
+    Result<Timing> us = time_rotating(rec, plain, copies, opt.iters, [&](Recorder& r, uint32_t i) {
+      GemmArgs a;
+      a.w = pool.range().sub(i * stride, w_bytes);
+      a.dtype = c.dtype;
+      a.layout = c.layout;
+      a.n_rows = s.n;
+      a.k = s.k;
+      a.m_rows = m;
+      a.x = xb->range();
+      a.y = yb->range();
+      a.tuning = c.tuning;
+      return runtime::record_gemm(r, a);
     });
     if (!us.ok()) return table.fail(row, us.status().to_string());
     row.copies = copies;
@@ -339,6 +387,24 @@ std::string num_label(const char* a, uint32_t va) {
   return buf;
 }
 
+// Prefill matmuls: the registry tile and, with --tune, other tiles {local_size_x, local_size_y, RM, RN, TK}
+// (TM = local_size_y * RM tokens, TN = local_size_x * RN outputs per workgroup).
+std::vector<GemmCase> gemm_cases(bool tune) {
+  std::vector<GemmCase> c = {{DType::kQ4_K, Layout::kRowWise, {}, ""},
+                             {DType::kQ4_K, Layout::kColumnWise, {}, ""},
+                             {DType::kQ6_K, Layout::kRowWise, {}, ""}};
+  if (!tune) return c;
+  const GemmTuning tiles[] = {{16, 8, 4, 4, 32}, {16, 8, 8, 4, 32}, {32, 4, 8, 2, 32}, {16, 16, 4, 8, 32},
+                              {32, 8, 4, 4, 32}, {16, 16, 8, 8, 32}};
+  for (const GemmTuning& t : tiles) {
+    char label[64];
+    std::snprintf(label, sizeof label, "lx%u_ly%u_rm%u_rn%u", t.local_size_x, t.local_size_y, t.rm, t.rn);
+    c.push_back({DType::kQ4_K, Layout::kRowWise, t, label});
+    c.push_back({DType::kQ4_K, Layout::kColumnWise, t, label});
+  }
+  return c;
+}
+
 std::vector<GemvCase> gemv_cases(bool tune) {
   std::vector<GemvCase> c = {
       {DType::kF32, Layout::kRowWise, {}, ""},         {DType::kF16, Layout::kRowWise, {}, ""},
@@ -435,6 +501,13 @@ int run(const Options& opt) {
                 : std::vector<Shape>{{2048, 2048}, {2048, 8192}, {8192, 2048}, {4096, 14336}, {14336, 4096}};
   for (const GemvCase& c : gemv_cases(opt.tune)) {
     for (const Shape& s : shapes) b.gemv(s, c);
+  }
+  const std::vector<Shape> gemm_shapes =
+      opt.quick ? std::vector<Shape>{{256, 512}} : std::vector<Shape>{{4096, 4096}, {14336, 4096}};
+  for (const GemmCase& c : gemm_cases(opt.tune)) {
+    for (const Shape& s : gemm_shapes) {
+      for (uint32_t m : opt.quick ? std::vector<uint32_t>{1, 16} : std::vector<uint32_t>{1, 16, 256}) b.gemm(s, m, c);
+    }
   }
   const std::vector<uint32_t> lens =
       opt.quick ? std::vector<uint32_t>{256, 1024} : std::vector<uint32_t>{512, 2048, 8192, 32768};

@@ -10,7 +10,15 @@
 // ty + i * local_size_y (i < RM) and outputs tx + j * local_size_x (j < RN), so Y stores are contiguous per
 // row across tx. K is walked in tiles of TK: the workgroup stages X[TM][TK] and the decoded W[TN][TK] in
 // shared memory (zeros outside M, N and K: padding and neighbouring rows are masked), then every invocation
-// accumulates its RM x RN outputs in f32. No subgroup operations: correct for any subgroup size.
+// accumulates its RM x RN outputs in f32. No subgroup operations: correct for any subgroup size. K tiles are
+// double-buffered in registers (tile k0 + TK is loaded and decoded before tile k0's products), and shared rows
+// are padded to TK + 1 values (the products read W down a column, which would otherwise hit one bank).
+//
+// W tiles: the generic path decodes value by value (q4k_decode, q6k_decode, ...: several loads and a scale
+// decode per value). With push fast_tiles = 1 and TK = 32, load_w_vec reads whole 16-value runs: Q4_K rows of
+// whole blocks (one sub-block per row and step; two 16-byte loads per half-row), Q6_K rows of whole blocks
+// (one quarter; two 16-byte word segments, word_loads.glsl), Q4_K column_wise (16 outputs of one input: two
+// 16-byte loads). Both paths round exactly like the CPU reference.
 //
 // Row path (flat / row_wise; F32 and F16 plain row-major): output n covers the virtual elements
 // [n * row_stride, n * row_stride + K) of the block stream (row_stride = K for flat, ceil(K/B)*B for

@@ -125,6 +125,7 @@ const GemmCase kCases[] = {
     {DType::kQ8_0, Layout::kRowWise, 64, 70, 97, {8, 4, 1, 2, 16}},
     {DType::kQ6_K, Layout::kRowWise, 1, 19, 513, {}},
     {DType::kQ6_K, Layout::kRowWise, 17, 67, 301, {}},
+    {DType::kQ6_K, Layout::kRowWise, 65, 130, 300, {}},  // M >= 64: the automatic wide tile
     {DType::kQ6_K, Layout::kFlat, 3, 9, 301, {}},
     {DType::kQ4_K, Layout::kRowWise, 1, 21, 513, {}},
     {DType::kQ4_K, Layout::kRowWise, 64, 65, 301, {}},
@@ -134,6 +135,7 @@ const GemmCase kCases[] = {
     {DType::kQ4_K, Layout::kColumnWise, 1, 300, 37, {}},
     {DType::kQ4_K, Layout::kColumnWise, 3, 257, 65, {}},
     {DType::kQ4_K, Layout::kColumnWise, 17, 513, 21, {}},
+    {DType::kQ4_K, Layout::kColumnWise, 70, 300, 40, {}},  // M >= 64: the automatic wide tile
     {DType::kQ4_K, Layout::kColumnWise, 64, 300, 33, {16, 16, 4, 1, 64}},
     {DType::kQ4_K, Layout::kRowWise, 17, 21, 257, {}, 68},  // blocks not 16-byte aligned
 };
