@@ -15,10 +15,11 @@
 // are padded to TK + 1 values (the products read W down a column, which would otherwise hit one bank).
 //
 // W tiles: the generic path decodes value by value (q4k_decode, q6k_decode, ...: several loads and a scale
-// decode per value). With push fast_tiles = 1 and TK = 32, load_w_vec reads whole 16-value runs: Q4_K rows of
-// whole blocks (one sub-block per row and step; two 16-byte loads per half-row), Q6_K rows of whole blocks
-// (one quarter; two 16-byte word segments, word_loads.glsl), Q4_K column_wise (16 outputs of one input: two
-// 16-byte loads). Both paths round exactly like the CPU reference.
+// decode per value). With push fast_tiles = 1 (and a tile that VEC_TILE accepts), load_w_vec reads whole
+// 16-value runs: Q4_K rows of whole blocks (TK = 32: one sub-block per row and step; two 16-byte loads per
+// half-row), Q6_K rows of whole blocks (TK = 32: one quarter; two 16-byte word segments, word_loads.glsl),
+// Q4_K column_wise (16 outputs of one input: two 16-byte loads). Both paths round exactly like the CPU
+// reference.
 //
 // Row path (flat / row_wise; F32 and F16 plain row-major): output n covers the virtual elements
 // [n * row_stride, n * row_stride + K) of the block stream (row_stride = K for flat, ceil(K/B)*B for

@@ -127,6 +127,7 @@ const GemmCase kCases[] = {
     {DType::kQ6_K, Layout::kRowWise, 17, 67, 301, {}},
     {DType::kQ6_K, Layout::kRowWise, 65, 130, 300, {}},  // M >= 64: the automatic wide tile
     {DType::kQ6_K, Layout::kFlat, 3, 9, 301, {}},
+    {DType::kQ6_K, Layout::kFlat, 3, 9, 512, {}},  // flat rows of whole blocks: the fast W tiles
     {DType::kQ4_K, Layout::kRowWise, 1, 21, 513, {}},
     {DType::kQ4_K, Layout::kRowWise, 64, 65, 301, {}},
     {DType::kQ4_K, Layout::kRowWise, 3, 3, 1, {}},

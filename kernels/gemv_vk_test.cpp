@@ -188,6 +188,7 @@ const GemvCase kCases[] = {
     {DType::kQ4_K, Layout::kRowWise, 29, 1800, {32, 4, 0, 0, 0, 2}},
     {DType::kQ4_K, Layout::kRowWise, 30, 4864, {64, 4, 0, 0, 0, 4}},
     {DType::kQ4_K, Layout::kFlat, 19, 768, {}},
+    {DType::kQ4_K, Layout::kRowWise, 8195, 300, {}},  // >= 2048 workgroups: the automatic 32-invocation groups
     {DType::kQ4_K, Layout::kRowWise, 21, 512, {}, 0, 68},
     // Integer-dot rows kernel (gemv_q4k_dot.comp), forced: rows not dividing the workgroup's 16, K with row
     // padding (zeros staged past K), several x chunks (K > XCHUNK on lavapipe's 32 KiB shared memory), one
