@@ -169,18 +169,37 @@ struct Bench {
     return static_cast<uint32_t>(std::clamp<uint64_t>(pool.range().size / stride, 1, 256));
   }
 
-  void gemv(const Shape& s, const GemvCase& c) {
+  // A case streaming an N x K weight from the rotation pool: its row (bytes = the packed weight) and the pool
+  // stride per copy; nothing when the filter skips it or the pool cannot hold one copy (a failed row).
+  struct WeightRow {
     Row row;
-    row.op = "gemv";
-    row.dtype = quant::dtype_name(c.dtype);
-    row.layout = quant::layout_name(c.layout);
+    uint64_t w_bytes;
+    uint64_t stride;
+  };
+  std::optional<WeightRow> weight_row(const char* op, DType dtype, Layout layout, const Shape& s, std::string variant) {
+    Row row;
+    row.op = op;
+    row.dtype = quant::dtype_name(dtype);
+    row.layout = quant::layout_name(layout);
     row.shape = std::to_string(s.n) + "x" + std::to_string(s.k);
-    row.variant = c.variant;
-    if (!table.selected(row, opt.filter)) return;
-    const uint64_t w_bytes = runtime::packed_weight_bytes(c.dtype, c.layout, s.n, s.k);
-    const uint64_t stride = round_up(w_bytes, 256);
+    row.variant = std::move(variant);
+    if (!table.selected(row, opt.filter)) return std::nullopt;
+    const uint64_t w_bytes = runtime::packed_weight_bytes(dtype, layout, s.n, s.k);
     row.bytes = w_bytes;
-    if (stride > pool.range().size) return table.fail(row, "weights larger than the pool (--pool-mib)");
+    const uint64_t stride = round_up(w_bytes, 256);
+    if (stride > pool.range().size) {
+      table.fail(row, "weights larger than the pool (--pool-mib)");
+      return std::nullopt;
+    }
+    return WeightRow{std::move(row), w_bytes, stride};
+  }
+
+  void gemv(const Shape& s, const GemvCase& c) {
+    std::optional<WeightRow> wr = weight_row("gemv", c.dtype, c.layout, s, c.variant);
+    if (!wr) return;
+    Row& row = wr->row;
+    const uint64_t w_bytes = wr->w_bytes;
+    const uint64_t stride = wr->stride;
     Result<runtime::Buffer> xb = dev.allocate(uint64_t{s.k} * 4, "x");
     const uint32_t copies = copies_for(stride);
     const uint64_t y_stride = round_up(uint64_t{s.n} * 4, 256);
@@ -221,17 +240,12 @@ struct Bench {
   // Prefill matmul: M tokens through an N x K weight (rotated through the pool like gemv), serialized calls.
   // row.bytes is the weight's size; TFLOP/s = 2 M N K / us.
   void gemm(const Shape& s, uint32_t m, const GemmCase& c) {
-    Row row;
-    row.op = "gemm";
-    row.dtype = quant::dtype_name(c.dtype);
-    row.layout = quant::layout_name(c.layout);
-    row.shape = std::to_string(s.n) + "x" + std::to_string(s.k);
-    row.variant = "M" + std::to_string(m) + (c.variant.empty() ? "" : " " + c.variant);
-    if (!table.selected(row, opt.filter)) return;
-    const uint64_t w_bytes = runtime::packed_weight_bytes(c.dtype, c.layout, s.n, s.k);
-    const uint64_t stride = round_up(w_bytes, 256);
-    row.bytes = w_bytes;
-    if (stride > pool.range().size) return table.fail(row, "weights larger than the pool (--pool-mib)");
+    const std::string variant = "M" + std::to_string(m) + (c.variant.empty() ? "" : " " + c.variant);
+    std::optional<WeightRow> wr = weight_row("gemm", c.dtype, c.layout, s, variant);
+    if (!wr) return;
+    Row& row = wr->row;
+    const uint64_t w_bytes = wr->w_bytes;
+    const uint64_t stride = wr->stride;
     Result<runtime::Buffer> xb = dev.allocate(uint64_t{m} * s.k * 4, "x");
     Result<runtime::Buffer> yb = dev.allocate(uint64_t{m} * s.n * 4, "y");
     if (!xb.ok() || !yb.ok()) return table.fail(row, "allocation failed");
@@ -397,8 +411,8 @@ std::vector<GemmCase> gemm_cases(bool tune) {
   const GemmTuning tiles[] = {{16, 8, 4, 4, 32}, {16, 8, 8, 4, 32}, {32, 4, 8, 2, 32}, {16, 16, 4, 8, 32},
                               {32, 8, 4, 4, 32}, {16, 16, 8, 8, 32}};
   for (const GemmTuning& t : tiles) {
-    char label[64];
-    std::snprintf(label, sizeof label, "lx%u_ly%u_rm%u_rn%u", t.local_size_x, t.local_size_y, t.rm, t.rn);
+    const std::string label =
+        tune_label("lx", t.local_size_x, "_ly", t.local_size_y) + tune_label("_rm", t.rm, "_rn", t.rn);
     c.push_back({DType::kQ4_K, Layout::kRowWise, t, label});
     c.push_back({DType::kQ4_K, Layout::kColumnWise, t, label});
   }

@@ -126,117 +126,101 @@ float w_value(uint n, uint k) {
 const uint X_PER = (TM * TK + LX * LY - 1u) / (LX * LY);
 const uint W_PER = (TN * TK + LX * LY - 1u) / (LX * LY);
 
+// Fast W tiles (load_w_vec): each invocation decodes whole runs of 16 values, run r = tid + i * threads for
+// register slots 16 i .. 16 i + 15. VEC_TILE holds when every invocation gets whole runs (W_PER = 16 RUNS_PER).
 #if (defined(W_Q4_K) || defined(W_Q6_K)) && !defined(COLUMN_WISE)
+// Rows of whole blocks, TK = 32: run hr is half-row hr of the tile, output n0 + hr / 2, values
+// k0 + 16 (hr % 2) + (0..15); values past k are 0.
 #define VEC_TILE (TK == 32u && (TN * 2u) % (LX * LY) == 0u)
-const uint HALF_ROWS_PER = (TN * 2u + LX * LY - 1u) / (LX * LY);
 #elif defined(W_Q4_K) && defined(COLUMN_WISE)
-// Q4_K column_wise: a unit is one input and 16 consecutive outputs (16-aligned), i.e. one nibble plane of one
-// 16-byte qs vector of one block: each invocation decodes whole units from two 16-byte loads (header, qs).
+// Column_wise: run u is one input and 16 consecutive outputs (16-aligned), i.e. one nibble plane of one 16-byte
+// qs vector of one block.
 #define VEC_TILE (TN % 16u == 0u && (TK * (TN / 16u)) % (LX * LY) == 0u)
-const uint UNITS_PER = (TK * (TN / 16u) + LX * LY - 1u) / (LX * LY);
-void load_w_vec(uint k0, uint n0, uint tid, out float wr[W_PER]) {
-  [[unroll]] for (uint i = 0u; i < UNITS_PER; ++i) {
-    const uint u = tid + i * LX * LY;
-    const uint k = k0 + u / (TN / 16u);  // this dispatch's input
-    const uint nb = n0 + 16u * (u % (TN / 16u));
-    float v[16];
-    [[unroll]] for (uint t = 0u; t < 16u; ++t) v[t] = 0.0;
-    if (k < pc.k && nb < pc.n_rows) {
-      const uint bv = pc.w_base / 4u + (k * pc.blocks_per_n + nb / 256u) * Q4V_BLOCK_VECS;
-      const uint e0 = nb % 256u;
-      const uint c = e0 / 64u;
-      const uint plane = (e0 / 32u) % 2u;  // high nibbles: sub-block 2c + 1
-      const uvec4 hdr = wv[bv];
-      const uvec4 q = wv[bv + 1u + 2u * c + (e0 / 16u) % 2u];
-      const vec2 dm = unpackHalf2x16(hdr.x);
-      const vec4 sc = q4v_scales(hdr, c);
-      precise float d1 = dm.x * (plane != 0u ? sc.y : sc.x);
-      precise float m1 = dm.y * (plane != 0u ? sc.w : sc.z);
-      [[unroll]] for (uint t = 0u; t < 16u; ++t) {
-        precise float w = d1 * float((q[t / 4u] >> (8u * (t % 4u) + 4u * plane)) & 15u) - m1;
-        v[t] = nb + t < pc.n_rows ? w : 0.0;
-      }
-    }
-    [[unroll]] for (uint t = 0u; t < 16u; ++t) {
-      const uint slot = i * 16u + t;
-      if (slot < W_PER) wr[slot] = v[t];
-    }
+#else
+#define VEC_TILE false
+#endif
+const uint RUNS_PER = W_PER / 16u;
+
+#if defined(W_Q4_K) && defined(COLUMN_WISE)
+// From two 16-byte loads (header, qs vector); same rounding as q4k_decode.
+void decode_run(uint u, uint k0, uint n0, out float v[16]) {
+  [[unroll]] for (uint t = 0u; t < 16u; ++t) v[t] = 0.0;
+  const uint k = k0 + u / (TN / 16u);  // this dispatch's input
+  const uint nb = n0 + 16u * (u % (TN / 16u));
+  if (k >= pc.k || nb >= pc.n_rows) return;
+  const uint bv = pc.w_base / 4u + (k * pc.blocks_per_n + nb / 256u) * Q4V_BLOCK_VECS;
+  const uint e0 = nb % 256u;
+  const uint c = e0 / 64u;
+  const uint plane = (e0 / 32u) % 2u;  // high nibbles: sub-block 2c + 1
+  const uvec4 hdr = wv[bv];
+  const uvec4 q = wv[bv + 1u + 2u * c + (e0 / 16u) % 2u];
+  const vec2 dm = unpackHalf2x16(hdr.x);
+  const vec4 sc = q4v_scales(hdr, c);
+  precise float d1 = dm.x * (plane != 0u ? sc.y : sc.x);
+  precise float m1 = dm.y * (plane != 0u ? sc.w : sc.z);
+  [[unroll]] for (uint t = 0u; t < 16u; ++t) {
+    precise float w = d1 * float((q[t / 4u] >> (8u * (t % 4u) + 4u * plane)) & 15u) - m1;
+    v[t] = nb + t < pc.n_rows ? w : 0.0;
+  }
+}
+#elif defined(W_Q4_K)
+// One sub-block's half from two 16-byte loads (the block header and the qs vector holding it), instead of five
+// word loads and a scale decode per value; same rounding as q4k_decode.
+void decode_run(uint hr, uint k0, uint n0, out float v[16]) {
+  [[unroll]] for (uint t = 0u; t < 16u; ++t) v[t] = 0.0;
+  const uint n = n0 + hr / 2u;
+  const uint half_ = hr % 2u;
+  if (n >= pc.n_rows || k0 + 16u * half_ >= pc.k) return;
+  const uint blk = (pc.row_begin + n) * (pc.row_stride / 256u) + k0 / 256u - pc.block_begin;
+  const uint bv = pc.w_base / 4u + blk * Q4V_BLOCK_VECS;
+  const uint sb = (k0 % 256u) / 32u;  // sub-block: chunk c = sb / 2, nibble plane sb % 2
+  const uvec4 hdr = wv[bv];
+  const uvec4 q = wv[bv + 1u + 2u * (sb / 2u) + half_];
+  const vec2 dm = unpackHalf2x16(hdr.x);
+  const vec4 sc = q4v_scales(hdr, sb / 2u);
+  precise float d1 = dm.x * ((sb & 1u) != 0u ? sc.y : sc.x);
+  precise float m1 = dm.y * ((sb & 1u) != 0u ? sc.w : sc.z);
+  const uint shift = 4u * (sb & 1u);
+  [[unroll]] for (uint t = 0u; t < 16u; ++t) {
+    precise float w = d1 * float((q[t / 4u] >> (8u * (t % 4u) + shift)) & 15u) - m1;
+    v[t] = k0 + 16u * half_ + t < pc.k ? w : 0.0;
+  }
+}
+#elif defined(W_Q6_K)
+// One quarter's half of a 128-value half: 16 ql bytes, 16 qh bytes (two word segments), one scale byte and d;
+// same rounding as q6k_decode.
+void decode_run(uint hr, uint k0, uint n0, out float v[16]) {
+  [[unroll]] for (uint t = 0u; t < 16u; ++t) v[t] = 0.0;
+  const uint n = n0 + hr / 2u;
+  const uint half_ = hr % 2u;
+  if (n >= pc.n_rows || k0 + 16u * half_ >= pc.k) return;
+  const uint blk = (pc.row_begin + n) * (pc.row_stride / 256u) + k0 / 256u - pc.block_begin;
+  const uint hb = pc.w_base + blk * Q6K_BLOCK_HALFS;
+  const uint e0 = (k0 % 256u) + 16u * half_;
+  const uint h = e0 / 128u;
+  const uint qtr = (e0 % 128u) / 32u;
+  const uint l0 = e0 % 32u;  // 0 or 16
+  const uvec4 ql = segment16(hb + (64u * h + 32u * (qtr & 1u) + l0) / 2u);
+  const uvec4 qh = segment16(hb + (128u + 32u * h + l0) / 2u);
+  precise float ds = q6k_d(hb) * float(q6k_scale(hb, 8u * h + l0 / 16u + 2u * qtr));
+  const uint lo_shift = qtr >= 2u ? 4u : 0u;
+  [[unroll]] for (uint t = 0u; t < 16u; ++t) {
+    const uint sh = 8u * (t % 4u);
+    const uint q = ((ql[t / 4u] >> (sh + lo_shift)) & 15u) | (((qh[t / 4u] >> (sh + 2u * qtr)) & 3u) << 4);
+    precise float x = ds * float(int(q) - 32);
+    v[t] = k0 + 16u * half_ + t < pc.k ? x : 0.0;
   }
 }
 #endif
 
-#if defined(W_Q4_K) && !defined(COLUMN_WISE)
-// Q4_K rows of whole blocks, TK = 32 (one sub-block per row and step): each invocation decodes half-rows of 16
-// values from two 16-byte loads (the block header and the qs vector holding them), instead of five word loads
-// and a scale decode per value. Same rounding as q4k_decode. Half-row hr of the tile: output n0 + hr / 2,
-// values k0 + 16 (hr % 2) + (0..15); values past k are 0. Needs whole half-rows per invocation (VEC_TILE).
+#if defined(W_Q4_K) || defined(W_Q6_K)
 void load_w_vec(uint k0, uint n0, uint tid, out float wr[W_PER]) {
-  [[unroll]] for (uint i = 0u; i < HALF_ROWS_PER; ++i) {
-    const uint hr = tid + i * LX * LY;
-    const uint n = n0 + hr / 2u;
-    const uint half_ = hr % 2u;
+  [[unroll]] for (uint i = 0u; i < RUNS_PER; ++i) {
     float v[16];
-    [[unroll]] for (uint t = 0u; t < 16u; ++t) v[t] = 0.0;
-    if (hr < TN * 2u && n < pc.n_rows && k0 + 16u * half_ < pc.k) {
-      const uint blocks_per_row = pc.row_stride / 256u;
-      const uint blk = (pc.row_begin + n) * blocks_per_row + k0 / 256u - pc.block_begin;
-      const uint bv = pc.w_base / 4u + blk * Q4V_BLOCK_VECS;
-      const uint e0 = (k0 % 256u) + 16u * half_;  // block element of value 0
-      const uint sb = e0 / 32u;                    // sub-block: chunk c = sb / 2, nibble plane sb % 2
-      const uvec4 hdr = wv[bv];
-      const uvec4 q = wv[bv + 1u + 2u * (sb / 2u) + half_];
-      const vec2 dm = unpackHalf2x16(hdr.x);
-      const vec4 sc = q4v_scales(hdr, sb / 2u);
-      precise float d1 = dm.x * ((sb & 1u) != 0u ? sc.y : sc.x);
-      precise float m1 = dm.y * ((sb & 1u) != 0u ? sc.w : sc.z);
-      const uint shift = 4u * (sb & 1u);
-      [[unroll]] for (uint t = 0u; t < 16u; ++t) {
-        precise float w = d1 * float((q[t / 4u] >> (8u * (t % 4u) + shift)) & 15u) - m1;
-        v[t] = k0 + 16u * half_ + t < pc.k ? w : 0.0;
-      }
-    }
-    [[unroll]] for (uint t = 0u; t < 16u; ++t) {
-      const uint slot = i * 16u + t;
-      if (slot < W_PER) wr[slot] = v[t];
-    }
+    decode_run(tid + i * LX * LY, k0, n0, v);
+    [[unroll]] for (uint t = 0u; t < 16u; ++t) wr[i * 16u + t] = v[t];
   }
 }
-#elif defined(W_Q6_K) && !defined(COLUMN_WISE)
-// Q6_K rows of whole blocks, TK = 32 (one quarter of one 128-value half per row and step): a half-row of 16
-// values takes 16 ql bytes, 16 qh bytes (two word segments), one scale byte and d, as q6k_decode's rounding.
-void load_w_vec(uint k0, uint n0, uint tid, out float wr[W_PER]) {
-  [[unroll]] for (uint i = 0u; i < HALF_ROWS_PER; ++i) {
-    const uint hr = tid + i * LX * LY;
-    const uint n = n0 + hr / 2u;
-    const uint half_ = hr % 2u;
-    float v[16];
-    [[unroll]] for (uint t = 0u; t < 16u; ++t) v[t] = 0.0;
-    if (n < pc.n_rows && k0 + 16u * half_ < pc.k) {
-      const uint blocks_per_row = pc.row_stride / 256u;
-      const uint hb = pc.w_base + ((pc.row_begin + n) * blocks_per_row + k0 / 256u - pc.block_begin) * Q6K_BLOCK_HALFS;
-      const uint e0 = (k0 % 256u) + 16u * half_;
-      const uint h = e0 / 128u;
-      const uint qtr = (e0 % 128u) / 32u;
-      const uint l0 = e0 % 32u;  // 0 or 16
-      const uvec4 ql = segment16(hb + (64u * h + 32u * (qtr & 1u) + l0) / 2u);
-      const uvec4 qh = segment16(hb + (128u + 32u * h + l0) / 2u);
-      precise float ds = q6k_d(hb) * float(q6k_scale(hb, 8u * h + l0 / 16u + 2u * qtr));
-      const uint lo_shift = qtr >= 2u ? 4u : 0u;
-      [[unroll]] for (uint t = 0u; t < 16u; ++t) {
-        const uint sh = 8u * (t % 4u);
-        const uint q = ((ql[t / 4u] >> (sh + lo_shift)) & 15u) | (((qh[t / 4u] >> (sh + 2u * qtr)) & 3u) << 4);
-        precise float x = ds * float(int(q) - 32);
-        v[t] = k0 + 16u * half_ + t < pc.k ? x : 0.0;
-      }
-    }
-    [[unroll]] for (uint t = 0u; t < 16u; ++t) {
-      const uint slot = i * 16u + t;
-      if (slot < W_PER) wr[slot] = v[t];
-    }
-  }
-}
-#elif !defined(VEC_TILE)
-#define VEC_TILE false
 #endif
 
 // Tile element (n * TK + k) of register slot i: the generic path stages elements tid + i * threads; the row

@@ -1,6 +1,7 @@
 // record_gemm: prefill matmul Y[M, N] = X[M, K] W^T over packed weights (kernels/gemm.comp). Row layouts
 // (flat / row_wise / plain float) split large weights into ranges of whole outputs; Q4_K column_wise into
 // ranges of inputs, later ranges adding into Y.
+#include <array>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -25,7 +26,6 @@ struct GemmPush {
   uint32_t w_base, block_begin, blocks_per_n, accumulate, tiles_n, n_groups, fast_tiles, pad1;
 };
 static_assert(sizeof(GemmPush) == 64);
-constexpr uint64_t kQ4KVecAlignBytes = 16;
 
 constexpr uint64_t kIndexLimit = uint64_t{1} << 32;
 // From this many rows (tokens) on, the automatic tile is TM 32 x TN 128 (256 invocations) instead of the
@@ -33,7 +33,6 @@ constexpr uint64_t kIndexLimit = uint64_t{1} << 32;
 // gemm, Q4_K 4096x4096 / 14336x4096: M = 256 653 -> 470 us / 2180 -> 1540 us; M = 16 190 -> 335 us).
 constexpr uint32_t kWideTileFromRows = 64;
 constexpr GemmTuning kWideTile{32, 8, 4, 4, 0};
-constexpr uint64_t kWideTileTk = 32;  // the registry's TK (kWideTile keeps it)
 
 std::vector<SpecValue> gemm_spec(const GemmTuning& t) {
   std::vector<SpecValue> s;
@@ -45,17 +44,26 @@ std::vector<SpecValue> gemm_spec(const GemmTuning& t) {
   return s;
 }
 
+// The tuning's tile with the registry's defaults filled in: {local_size_x, local_size_y, RM, RN, TK}.
+std::array<uint64_t, 5> resolved_tile(const kernels::KernelInfo& kernel, const GemmTuning& t) {
+  std::array<uint64_t, 5> v{};
+  for (const kernels::SpecInfo& si : kernel.spec) {
+    if (si.id < 5) v[si.id] = si.default_value;
+  }
+  for (const SpecValue& sv : gemm_spec(t)) v[sv.id] = sv.value;
+  return v;
+}
+
+// Shared memory of a resolved tile: X[TM][TK + 1] and W[TN][TK + 1] floats (rows padded by one value).
+uint64_t tile_shared_bytes(const std::array<uint64_t, 5>& v) { return (v[1] * v[2] + v[0] * v[3]) * (v[4] + 1) * 4; }
+
 // Pipeline with the tuning's tile (0 = registry default), checked against the device's shared memory first.
 Result<const Pipeline*> gemm_pipeline(Recorder& rec, const kernels::KernelInfo& kernel, const GemmTuning& t,
                                       const std::string& ctx) {
   const std::vector<SpecValue> spec = gemm_spec(t);
-  uint64_t v[5] = {0, 0, 0, 0, 0};
-  for (const kernels::SpecInfo& si : kernel.spec) {
-    if (si.id < 5) v[si.id] = si.default_value;
-  }
-  for (const SpecValue& sv : spec) v[sv.id] = sv.value;
+  const std::array<uint64_t, 5> v = resolved_tile(kernel, t);
   if (v[0] * v[1] * v[2] * v[3] * v[4] == 0) return error(StatusCode::kInvalidArgument, ctx + ": tile size is 0");
-  const uint64_t shared_bytes = (v[1] * v[2] + v[0] * v[3]) * (v[4] + 1) * 4;  // rows padded by one value
+  const uint64_t shared_bytes = tile_shared_bytes(v);
   const uint64_t limit = rec.device().caps().max_compute_shared_memory_bytes;
   if (shared_bytes > limit) {
     return error(StatusCode::kUnsupported, ctx + ": tile needs " + std::to_string(shared_bytes) +
@@ -101,7 +109,7 @@ Status record_gemm_column(Recorder& rec, const GemmArgs& a, const Pipeline& pipe
     const GemmPush push{a.m_rows, a.n_rows, a.n_rows, 0, static_cast<uint32_t>(r.granule_count),
                         static_cast<uint32_t>(r.first_granule), a.k, 0, static_cast<uint32_t>(r.skip_bytes / 4), 0,
                         static_cast<uint32_t>(blocks_per_n), i > 0 ? 1u : 0u, 0, 0,
-                        r.skip_bytes % kQ4KVecAlignBytes == 0 ? 1u : 0u, 0};
+                        r.skip_bytes % kQ4KVecBytes == 0 ? 1u : 0u, 0};
     RDRR_RETURN_IF_ERROR(
         dispatch_gemm(rec, pipe, a, push, {a.w.buffer, r.bind_offset_bytes, r.bind_size_bytes}, ctx, label));
   }
@@ -130,11 +138,8 @@ Status record_gemm_rows(Recorder& rec, const GemmArgs& a, const Pipeline& pipe, 
     const uint64_t row_end = std::min<uint64_t>(a.n_rows, (r.first_granule + r.granule_count) * rows_per_granule);
     if (row_begin >= row_end) continue;
     // Rows of whole blocks (Q4_K: starting 16-byte aligned): gemm.comp stages W tiles from vector loads.
-    const bool whole = row_stride % be == 0;
-    const uint32_t fast_tiles = (a.dtype == quant::DType::kQ4_K && whole && r.skip_bytes % kQ4KVecAlignBytes == 0) ||
-                                        (a.dtype == quant::DType::kQ6_K && whole)
-                                    ? 1
-                                    : 0;
+    const bool aligned = a.dtype == DType::kQ6_K || (a.dtype == DType::kQ4_K && r.skip_bytes % kQ4KVecBytes == 0);
+    const uint32_t fast_tiles = row_stride % be == 0 && aligned ? 1 : 0;
     const GemmPush push{a.m_rows, a.n_rows, static_cast<uint32_t>(row_end - row_begin),
                         static_cast<uint32_t>(row_begin), a.k, 0, a.k, static_cast<uint32_t>(row_stride),
                         static_cast<uint32_t>(r.skip_bytes / unit_bytes), static_cast<uint32_t>(row_begin * row_stride / be),
@@ -185,11 +190,9 @@ Status record_gemm(Recorder& rec, const GemmArgs& a, std::string_view label) {
   const GemmTuning& t = a.tuning;
   const bool automatic = t.local_size_x == 0 && t.local_size_y == 0 && t.rm == 0 && t.rn == 0 && t.tk == 0;
   const DeviceCaps& caps = rec.device().caps();
-  const uint64_t wide_shared_bytes = uint64_t{kWideTile.local_size_y * kWideTile.rm + kWideTile.local_size_x * kWideTile.rn} *
-                                     (kWideTileTk + 1) * 4;
   const bool wide = automatic && a.m_rows >= kWideTileFromRows &&
                     caps.max_workgroup_invocations >= kWideTile.local_size_x * kWideTile.local_size_y &&
-                    caps.max_compute_shared_memory_bytes >= wide_shared_bytes;
+                    caps.max_compute_shared_memory_bytes >= tile_shared_bytes(resolved_tile(*kernel, kWideTile));
   RDRR_ASSIGN_OR_RETURN(const Pipeline* pipe, gemm_pipeline(rec, *kernel, wide ? kWideTile : t, ctx));
   GemmArgs bound = a;
   bound.x = a.x.sub(0, x_bytes);

@@ -38,7 +38,6 @@ struct ReducePush {
 };
 static_assert(sizeof(SplitPush) == 64 && sizeof(ReducePush) == 16);
 
-constexpr uint64_t kQ4KVecBytes = 16;       // gemv_q4k.comp reads blocks as uvec4
 constexpr uint32_t kMinAutoKChunk = 64;     // automatic split size floor (2 inputs per slice, 32 slices)
 // Automatic split size: the longest splits (up to 32 inputs per slice) that still give this many workgroups,
 // but no more than kPreferredSplits splits where longer ones allow it (each split adds a partial per output

@@ -16,6 +16,10 @@ namespace rdrr::runtime::ops_detail {
 
 inline uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 
+// Q4_K kernels that read blocks as uvec4 (gemv_q4k*.comp, gemm.comp's fast tiles) need blocks starting at
+// this alignment in the binding.
+constexpr uint64_t kQ4KVecBytes = 16;
+
 // kValidation "<ctx>: <field> range of N bytes < required M" when r is too short.
 inline Status need_bytes(const BufferRange& r, uint64_t need, std::string_view field, const std::string& ctx) {
   if (r.size >= need) return Status::Ok();
