@@ -72,9 +72,10 @@ TEST_F(FusedTest, HeadNormPlainAndGemmaMatchDoubleReference) {
 }
 
 TEST_F(FusedTest, AddRmsNormUpdatesResidualAndNormalizes) {
-  for (float offset : {0.0f, 1.0f}) {
-    const uint32_t rows = 5, d = 1000;
-    std::mt19937 rng(static_cast<uint32_t>(offset) + 3);
+  // d = 40003: past the values a workgroup keeps in registers (8 per invocation, at most 1024 invocations), so
+  // the re-read path runs too.
+  for (const auto& [offset, rows, d] : {std::tuple{0.0f, 5u, 1000u}, {1.0f, 5u, 1000u}, {0.0f, 2u, 40003u}}) {
+    std::mt19937 rng(static_cast<uint32_t>(offset) + 3 + d);
     const std::vector<float> x = random_f32(rng, rows * d, -3.0f, 3.0f);
     const std::vector<float> r = random_f32(rng, rows * d, -3.0f, 3.0f);
     const std::vector<float> w = random_f32(rng, d, -1.0f, 1.0f);

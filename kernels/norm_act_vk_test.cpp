@@ -66,7 +66,9 @@ INSTANTIATE_TEST_SUITE_P(Shapes, RmsNormTest,
                          ::testing::Values(NormCase{3, 301, 1e-6f, 0.0f, false}, NormCase{1, 7, 1e-5f, 0.0f, false},
                                            NormCase{5, 2048, 1e-6f, 1.0f, false},  // Gemma (1 + w)
                                            NormCase{4, 129, 1e-6f, 1.0f, true},   // in place
-                                           NormCase{130, 64, 1e-6f, 0.0f, false}));
+                                           NormCase{130, 64, 1e-6f, 0.0f, false},
+                                           // past the values kept in registers (8 x at most 1024 invocations)
+                                           NormCase{2, 40003, 1e-6f, 0.0f, false}, NormCase{1, 9000, 1e-6f, 1.0f, true}));
 
 class EltwiseTest : public VulkanTest {};
 

@@ -4,7 +4,7 @@
 // already have the 1 folded in and use 0). In place (x and y the same range) is allowed.
 // Bindings: 0 x (f32[n_rows * d]), 1 w (f32[d]), 2 y (f32[n_rows * d]).
 // Push: d, n_rows, eps, weight_offset, n_groups (= n_rows).
-// Spec: 0 local_size_x (128).
+// Spec: 0 local_size_x (128; runtime/ops_eltwise.cpp norm_local_size picks it from d).
 // Grid: one workgroup per row, folded into x and y.
 #extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
@@ -30,22 +30,30 @@ void main() {
   if (row >= pc.n_groups) return;
   const uint base = row * pc.d;
   const uint wg = gl_WorkGroupSize.x;
-  // UNROLL loads per invocation are issued before their use: a decode row (one workgroup) is latency-bound.
+  const uint lid = gl_LocalInvocationID.x;
+  // The first UNROLL * wg values stay in registers for the second pass (the runtime sizes the workgroup so a
+  // row usually fits): a decode row is one workgroup, latency-bound, so all its loads go out at once and the
+  // second pass reads nothing but w. Values past that are read again.
+  float keep[UNROLL];
+  float gain[UNROLL];  // w of the kept values, loaded with them (off the critical path)
   float ss = 0.0;
-  for (uint i0 = gl_LocalInvocationID.x; i0 < pc.d; i0 += UNROLL * wg) {
+  [[unroll]] for (uint u = 0u; u < UNROLL; ++u) gain[u] = lid + u * wg < pc.d ? w[lid + u * wg] : 0.0;
+  [[unroll]] for (uint u = 0u; u < UNROLL; ++u) keep[u] = lid + u * wg < pc.d ? x[base + lid + u * wg] : 0.0;
+  [[unroll]] for (uint u = 0u; u < UNROLL; ++u) ss += keep[u] * keep[u];
+  for (uint i0 = lid + UNROLL * wg; i0 < pc.d; i0 += UNROLL * wg) {
     float v[UNROLL];
     [[unroll]] for (uint u = 0u; u < UNROLL; ++u) v[u] = i0 + u * wg < pc.d ? x[base + i0 + u * wg] : 0.0;
     [[unroll]] for (uint u = 0u; u < UNROLL; ++u) ss += v[u] * v[u];
   }
   const float total = workgroup_sum(ss);
   const float scale = 1.0 / sqrt(total / float(pc.d) + pc.eps);
-  for (uint i0 = gl_LocalInvocationID.x; i0 < pc.d; i0 += UNROLL * wg) {
+  for (uint i0 = lid; i0 < pc.d; i0 += UNROLL * wg) {
     float v[UNROLL];
     float g[UNROLL];
     [[unroll]] for (uint u = 0u; u < UNROLL; ++u) {
       const bool in_row = i0 + u * wg < pc.d;
-      v[u] = in_row ? x[base + i0 + u * wg] : 0.0;
-      g[u] = in_row ? w[i0 + u * wg] : 0.0;
+      v[u] = i0 == lid ? keep[u] : (in_row ? x[base + i0 + u * wg] : 0.0);
+      g[u] = i0 == lid ? gain[u] : (in_row ? w[i0 + u * wg] : 0.0);
     }
     [[unroll]] for (uint u = 0u; u < UNROLL; ++u) {
       if (i0 + u * wg < pc.d) y[base + i0 + u * wg] = (v[u] * scale) * (g[u] + pc.weight_offset);

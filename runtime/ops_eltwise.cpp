@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "kernels/registry.h"
 #include "runtime/device.h"
@@ -33,6 +34,17 @@ Status record_elementwise(Recorder& rec, std::string_view kernel, std::span<cons
   return rec.dispatch(*p, bindings, push, grid, label);
 }
 
+// Workgroup size of the norm kernels (one workgroup per row): about 4 values per invocation, so a decode row
+// (one workgroup, latency-bound) issues all its loads at once and keeps them in registers for the second pass;
+// a power of two in [32, min(1024, device limit)]. H100, d = 4096: 128 -> 1024 invocations.
+std::vector<SpecValue> norm_spec(Recorder& rec, uint32_t d) {
+  constexpr uint32_t kValuesPerInvocation = 4;
+  const uint32_t limit = std::max<uint32_t>(32, std::min<uint32_t>(1024, rec.device().caps().max_workgroup_invocations));
+  uint32_t local = 32;
+  while (local < limit && uint64_t{local} * kValuesPerInvocation < d) local *= 2;
+  return {{0, std::min(local, limit)}};
+}
+
 // rms_norm kernel over n_rows rows of d, after the caller's op-specific checks.
 Status dispatch_rms_norm(Recorder& rec, const RmsNormArgs& a, const std::string& ctx, std::string_view label) {
   if (a.d == 0 || a.n_rows == 0) return error(StatusCode::kInvalidArgument, ctx + ": empty shape");
@@ -41,7 +53,7 @@ Status dispatch_rms_norm(Recorder& rec, const RmsNormArgs& a, const std::string&
   RDRR_RETURN_IF_ERROR(need_bytes(a.x, elems * 4, "x", ctx));
   RDRR_RETURN_IF_ERROR(need_bytes(a.w, uint64_t{a.d} * 4, "w", ctx));
   RDRR_RETURN_IF_ERROR(need_bytes(a.y, elems * 4, "y", ctx));
-  RDRR_ASSIGN_OR_RETURN(const Pipeline* p, get_pipeline(rec, "rms_norm", {}, ctx));
+  RDRR_ASSIGN_OR_RETURN(const Pipeline* p, get_pipeline(rec, "rms_norm", norm_spec(rec, a.d), ctx));
   RDRR_ASSIGN_OR_RETURN(auto grid, fold_groups(rec, a.n_rows, ctx));
   struct {
     uint32_t d, n_rows;
@@ -89,7 +101,7 @@ Status record_add_rms_norm(Recorder& rec, const AddRmsNormArgs& a, std::string_v
   if (overlaps(a.y, a.x) || overlaps(a.y, a.res)) {
     return error(StatusCode::kInvalidArgument, ctx + ": y overlaps x or res (x is updated in place; y is separate)");
   }
-  RDRR_ASSIGN_OR_RETURN(const Pipeline* p, get_pipeline(rec, "add_rms_norm", {}, ctx));
+  RDRR_ASSIGN_OR_RETURN(const Pipeline* p, get_pipeline(rec, "add_rms_norm", norm_spec(rec, a.d), ctx));
   RDRR_ASSIGN_OR_RETURN(auto grid, fold_groups(rec, a.n_rows, ctx));
   struct {
     uint32_t d, n_rows;
