@@ -305,20 +305,50 @@ class Checker {
   }
 
   Status check_layers(Phase p) const {
-    std::vector<uint32_t> attention_ops(m_.architecture.num_layers, 0);
+    const uint32_t n_layers = m_.architecture.num_layers;
+    std::vector<uint32_t> attention_ops(n_layers, 0);
+    std::vector<uint32_t> residuals(n_layers, 0);       // `residual` steps of each layer
+    std::vector<uint32_t> fused_residuals(n_layers, 0);  // `residual_attn_norm` steps (adding the layer before)
     for (const StepRef& s : steps_) {
       if (s.phase != p) continue;
       for (uint32_t layer : s.layers) {
         RDRR_RETURN_IF_ERROR(check_layer_kind(s, layer));
         if (s.step->op == "attention" || s.step->op == "attention_sliding") ++attention_ops[layer];
+        if (s.step->op == "residual") ++residuals[layer];
+        if (s.step->op == "residual_attn_norm") ++fused_residuals[layer];
       }
     }
-    for (uint32_t layer = 0; layer < attention_ops.size(); ++layer) {
+    const std::string phase(phase_name(p));
+    for (uint32_t layer = 0; layer < n_layers; ++layer) {
       if (attention_ops[layer] != 1) {
-        return error(StatusCode::kValidation, std::string(phase_name(p)) + ": layer " + std::to_string(layer) +
-                                                  " runs " + std::to_string(attention_ops[layer]) +
+        return error(StatusCode::kValidation, phase + ": layer " + std::to_string(layer) + " runs " +
+                                                  std::to_string(attention_ops[layer]) +
                                                   " attention ops, expected exactly 1");
       }
+    }
+    return check_residual_chain(phase, residuals, fused_residuals);
+  }
+
+  // Every layer's output (proj after down_proj / post_ffn_norm) is added to hidden exactly once: by the layer's
+  // own `residual` step or by the next layer's `residual_attn_norm`; layer 0 has nothing to add, and the last
+  // layer's output has no next layer to carry it.
+  static Status check_residual_chain(const std::string& phase, const std::vector<uint32_t>& residuals,
+                                     const std::vector<uint32_t>& fused) {
+    const size_t n = residuals.size();
+    if (n != 0 && fused[0] != 0) {
+      return error(StatusCode::kValidation, phase + ": layer 0 runs residual_attn_norm, but no layer before it "
+                                                    "has an output to add (layer 0 runs attn_norm)");
+    }
+    for (size_t layer = 0; layer < n; ++layer) {
+      const uint32_t next = layer + 1 < n ? fused[layer + 1] : 0;
+      const uint32_t adds = residuals[layer] + next;
+      if (adds == 1) continue;
+      std::string how = std::to_string(residuals[layer]) + " residual step(s) in layer " + std::to_string(layer);
+      how += layer + 1 < n ? " and " + std::to_string(next) + " residual_attn_norm in layer " + std::to_string(layer + 1)
+                           : " (the last layer: only its own residual step can add it)";
+      return error(StatusCode::kValidation, phase + ": the output of layer " + std::to_string(layer) + " is added to "
+                                                    "hidden " + std::to_string(adds) + " times, expected exactly 1 (" +
+                                                    how + ")");
     }
     return Status::Ok();
   }

@@ -117,7 +117,7 @@ TEST(GraphCheck, KernelFileOrEntryDiffers) {
 TEST(GraphCheck, KernelOpCannotRunStep) {
   Manifest m = planned_manifest();
   first_step(m, "q_proj").kernel_key = "rms_norm";
-  expect_error(m, StatusCode::kValidation, {"decode[1] 'q_proj'", "kernel 'rms_norm' implements rms_norm"});
+  expect_error(m, StatusCode::kValidation, {"decode[2] 'q_proj'", "kernel 'rms_norm' implements rms_norm"});
 }
 
 TEST(GraphCheck, MatmulKernelMatchesPhase) {
@@ -143,7 +143,51 @@ TEST(GraphCheck, WeightMissingForOneLayer) {
   Manifest m = planned_manifest();
   std::erase_if(m.tensors, [](const TensorEntry& t) { return t.name == "model.layers.1.self_attn.q_proj.weight"; });
   expect_error(m, StatusCode::kValidation,
-               {"prefill[1] (layer 1) 'q_proj'", "'model.layers.1.self_attn.q_proj.weight'", "names no tensor"});
+               {"prefill[2] (layer 1) 'q_proj'", "'model.layers.1.self_attn.q_proj.weight'", "names no tensor"});
+}
+
+// The planner fuses each layer's residual add into the next layer's first norm; the check proves every layer's
+// output reaches hidden exactly once.
+LayerGroup* group_with_op(std::vector<LayerEntry>& phase, std::string_view op) {
+  for (LayerEntry& e : phase) {
+    if (auto* g = std::get_if<LayerGroup>(&e); g != nullptr && g->steps.front().op == op) return g;
+  }
+  ADD_FAILURE() << "no group running " << op;
+  return nullptr;
+}
+
+TEST(GraphCheck, ResidualChainAddsEveryLayerOutputOnce) {
+  Manifest m = planned_manifest();
+  const uint32_t last = m.architecture.num_layers - 1;
+  ASSERT_GE(last, 2u);
+  EXPECT_TRUE(check_execution_graph(m).ok());
+  LayerGroup* fused = group_with_op(graph(m).decode, "residual_attn_norm");
+  LayerGroup* residual = group_with_op(graph(m).decode, "residual");
+  ASSERT_TRUE(fused != nullptr && residual != nullptr);
+  EXPECT_EQ(fused->layers.front(), 1u);
+  EXPECT_EQ(fused->layers.size(), last);
+  EXPECT_EQ(residual->layers, std::vector<uint32_t>{last});
+
+  // The last layer's output dropped.
+  std::erase_if(graph(m).decode, [](const LayerEntry& e) {
+    const auto* g = std::get_if<LayerGroup>(&e);
+    return g != nullptr && g->steps.front().op == "residual";
+  });
+  expect_error(m, StatusCode::kValidation,
+               {"decode: the output of layer " + std::to_string(last) + " is added to hidden 0 times, expected exactly 1",
+                "(the last layer: only its own residual step can add it)"});
+  // Layer 1's output added twice (its residual step and layer 2's residual_attn_norm).
+  m = planned_manifest();
+  group_with_op(graph(m).prefill, "residual")->layers = {1, last};
+  expect_error(m, StatusCode::kValidation,
+               {"prefill: the output of layer 1 is added to hidden 2 times",
+                "1 residual step(s) in layer 1 and 1 residual_attn_norm in layer 2"});
+  // Layer 0 has no layer before it.
+  m = planned_manifest();
+  ExecStep& first = group_with_op(graph(m).decode, "attn_norm")->steps.front();
+  first.op = "residual_attn_norm";
+  first.kernel_key = "add_rms_norm";
+  expect_error(m, StatusCode::kValidation, {"decode: layer 0 runs residual_attn_norm", "no layer before it"});
 }
 
 TEST(GraphCheck, KernelRejectsTensorDtype) {

@@ -56,6 +56,9 @@ constexpr GraphOpInfo kOps[] = {
     {"q_norm", P::kLayer, W::kNormF32, kNormOps, "q", "q", "per-head rmsnorm of q over headDim"},
     {"q_proj", P::kLayer, W::kMatmul, kMatmulOps, "normed", "q", "q = normed W^T"},
     {"residual", P::kLayer, W::kNone, kAddOps, "hidden, proj", "hidden", "hidden += proj"},
+    {"residual_attn_norm", P::kLayer, W::kNormF32, kAddNormOps, "hidden, proj", "hidden, normed",
+     "hidden += proj (the previous layer's output, in place of its residual step); normed = rmsnorm(hidden) * "
+     "(rmsNormWeightOffset + w)"},
     {"rope_k", P::kLayer, W::kNone, kRopeOps, "k", "k", "rotary embedding of k, ropeTheta and ropeScaling*"},
     {"rope_k_local", P::kLayer, W::kNone, kRopeOps, "k", "k",
      "rotary embedding of k with ropeLocalTheta, unscaled (sliding_attention layers)"},

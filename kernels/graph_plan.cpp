@@ -129,7 +129,15 @@ Result<std::vector<LayerStep>> Planner::layer_steps(uint32_t layer, Pass pass) c
   const std::string_view rope_kernel = (!local_rope && scaled_rope) ? "rope_freqs" : "rope";
   const std::string attn_kernel = "attention_" + kv_suffix();
 
-  plain("attn_norm", "rms_norm", "input_layernorm.weight");
+  // The previous layer's residual add is fused into this layer's first norm (one dispatch fewer per layer);
+  // only the last layer keeps its `residual` step.
+  const bool first = layer == 0;
+  const bool last = layer + 1 == m.architecture.num_layers;
+  if (first) {
+    plain("attn_norm", "rms_norm", "input_layernorm.weight");
+  } else {
+    plain("residual_attn_norm", "add_rms_norm", "input_layernorm.weight");
+  }
   RDRR_RETURN_IF_ERROR(matmul("q_proj", "self_attn.q_proj.weight"));
   RDRR_RETURN_IF_ERROR(matmul("k_proj", "self_attn.k_proj.weight"));
   RDRR_RETURN_IF_ERROR(matmul("v_proj", "self_attn.v_proj.weight"));
@@ -157,7 +165,11 @@ Result<std::vector<LayerStep>> Planner::layer_steps(uint32_t layer, Pass pass) c
   }
   RDRR_RETURN_IF_ERROR(matmul("down_proj", "mlp.down_proj.weight"));
   optional_step(inf.normalization.post_feedforward_norm, "post_ffn_norm", "rms_norm", "post_feedforward_layernorm.weight");
-  plain("residual", "add", std::nullopt);
+  if (last) {
+    plain("residual", "add", std::nullopt);
+  } else {
+    out.emplace_back(std::nullopt);
+  }
   return out;
 }
 

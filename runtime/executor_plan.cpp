@@ -54,6 +54,7 @@ constexpr OpSpec kOps[] = {
     {"down_proj", Kind::kMatmul, Buf::kAct, Buf::kProj},
     {"post_ffn_norm", Kind::kNorm, Buf::kProj, Buf::kProj},
     {"residual", Kind::kResidual, Buf::kProj, Buf::kHidden},
+    {"residual_attn_norm", Kind::kAddNorm, Buf::kHidden, Buf::kNormed},
     {"final_norm", Kind::kNorm, Buf::kHidden, Buf::kNormed},
     {"lm_head", Kind::kMatmul, Buf::kNormed, Buf::kLogits},
     {"logit_softcap", Kind::kSoftcap, Buf::kLogits, Buf::kLogits},

@@ -270,7 +270,12 @@ TEST_F(ExecutorFailClosedTest, TamperedDigestNamesStepKernelDigestsAndTheFix) {
 
 TEST_F(ExecutorFailClosedTest, UnknownOpIsRejected) {
   const Status s = create_with([](Manifest& m) {
-    std::get<ExecStep>(m.inference.execution->decode.front()).op = "frobnicate";
+    for (LayerEntry& e : m.inference.execution->decode) {  // the first plain step
+      if (auto* st = std::get_if<ExecStep>(&e); st != nullptr) {
+        st->op = "frobnicate";
+        break;
+      }
+    }
   });
   EXPECT_EQ(s.code(), StatusCode::kUnsupported) << s.to_string();
   EXPECT_NE(s.message().find("frobnicate"), std::string::npos) << s.message();
