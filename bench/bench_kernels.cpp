@@ -512,7 +512,7 @@ int run(const Options& opt) {
   b.floor();
   const std::vector<Shape> shapes =
       opt.quick ? std::vector<Shape>{{512, 512}, {256, 1024}}
-                : std::vector<Shape>{{2048, 2048}, {2048, 8192}, {8192, 2048}, {4096, 14336}, {14336, 4096}};
+                : std::vector<Shape>{{2048, 2048}, {2048, 8192}, {8192, 2048}, {4096, 14336}, {14336, 4096}, {4096, 4096}, {28672, 4096}};
   for (const GemvCase& c : gemv_cases(opt.tune)) {
     for (const Shape& s : shapes) b.gemv(s, c);
   }

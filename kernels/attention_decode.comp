@@ -7,15 +7,24 @@
 // block's positions t over the value pairs it owns (PAIRS_PER_LANE consecutive pairs; V rows read by the whole
 // subgroup, coalesced). The subgroups' (m, l, o) are combined through shared memory at the end.
 //   q:   f32 [n_heads, head_dim]; K/V: [n_kv_heads][capacity][head_dim] F32 or F16 (include/kv.glsl)
-//   out: f32 [n_heads, head_dim] (SPLIT: partials (m, l, o[head_dim]) per (head, split), as attention.comp)
+//   out: f32 [n_heads, head_dim] (SPLIT: partials (m, l, o[head_dim]) per (head, split), as attention.comp,
+//     from float part_base of the scratch binding)
+// SPLIT with ticket_base != ~0: the last workgroup of each head to finish merges its n_splits partials (as
+// attn_merge.comp, in split order) and writes out[head]: one dispatch. "Last" is counted on a ticket per head
+// (uint ticket_base + h of the scratch; one atomicAdd per workgroup). Tickets are zero at rest: the last
+// arrival stores zero again, and the runtime zeroes them (attn_merge with no splits) before a scratch's first
+// use in a command buffer. A workgroup that finds its ticket at n_splits or more (something else wrote the
+// scratch) writes NaN to the head's outputs instead of a wrong result.
 // Head h reads kv head h / (n_heads / n_kv_heads), positions lo .. qp (lo = qp - window + 1 with a sliding
 // window), scores scale * q . k (softcap * tanh(s / softcap) with soft-capping). Workgroup g = split * n_heads +
 // h covers [lo + split * chunk_len, min(qp + 1, lo + (split + 1) * chunk_len)) and writes partial h * n_splits +
 // split.
 // Defines: one of KV_F32, KV_F16; optional SPLIT.
-// Bindings: 0 q, 1 k_cache, 2 v_cache, 3 out (SPLIT: partials). The K binding is also read as 16-byte vectors:
-//   its offset and every row must be 16-byte aligned (head_dim % 8 == 0 for F16, % 4 for F32).
-// Push: as attention.comp (n_q must be 1).
+// Bindings: 0 q, 1 k_cache, 2 v_cache, 3 out (SPLIT: scratch: tickets, partials; coherent), SPLIT: 4 out.
+//   The K binding is also read as 16-byte vectors: its offset and every row must be 16-byte aligned
+//   (head_dim % 8 == 0 for F16, % 4 for F32).
+// Push: as attention.comp (n_q must be 1); SPLIT adds ticket_base (~0: partials only, merged by attn_merge),
+//   part_base and 2 pad words.
 // Spec: 0 local_size_x (128), 1 HEAD_DIM (128; <= 256), 2 PAIRS_PER_LANE (2; >= head_dim / 2 / subgroup size).
 // Grid: n_heads * n_splits workgroups, folded into x and y.
 #extension GL_KHR_shader_subgroup_basic : require
@@ -42,7 +51,13 @@ layout(binding = 1) readonly buffer K { uint kc[]; };
 layout(binding = 1) readonly buffer K4 { uvec4 kc4[]; };
 layout(binding = 2) readonly buffer V { uint vc[]; };
 #endif
+#if defined(SPLIT)
+layout(binding = 3) coherent buffer Part { float outv[]; };  // tickets (uint, from 0), partials from part_base
+layout(binding = 3) coherent buffer Cnt { uint cnt[]; };     // same binding
+layout(binding = 4) writeonly buffer Final { float final_out[]; };
+#else
 layout(binding = 3) writeonly buffer Out { float outv[]; };
+#endif
 #include "kv.glsl"
 
 layout(push_constant) uniform Push {
@@ -58,11 +73,18 @@ layout(push_constant) uniform Push {
   float scale;
   float softcap;
   uint n_groups;
+#if defined(SPLIT)
+  uint ticket_base;  // ~0: no merge here
+  uint part_base;
+  uint pad0;
+  uint pad1;
+#endif
 } pc;
 
 shared vec4 q_s[MAX_HEAD_DIM / 4u];
 shared vec2 o_s[MAX_SUBGROUPS * (MAX_HEAD_DIM / 2u)];
 shared vec2 ml_s[MAX_SUBGROUPS];
+shared uint ticket_s;
 
 // scale * q . k_row (soft-capped), the K row read as 16-byte vectors.
 float score(uint row) {
@@ -160,7 +182,7 @@ void main() {
   float big_l = 0.0;
   for (uint k = 0u; k < gl_NumSubgroups; ++k) big_l += ml_s[k].y * exp(ml_s[k].x - big_m);
 #if defined(SPLIT)
-  const uint base = row_out * (HEAD_DIM + 2u);
+  const uint base = pc.part_base + row_out * (HEAD_DIM + 2u);
   if (tid == 0u) {
     outv[base] = big_m;
     outv[base + 1u] = big_l;
@@ -179,4 +201,32 @@ void main() {
     outv[h * HEAD_DIM + 2u * w + 1u] = acc.y * inv_l;
 #endif
   }
+#if defined(SPLIT)
+  if (pc.ticket_base == 0xffffffffu) return;
+  // The last workgroup of head h merges its partials (attn_merge.comp's sums, in split order).
+  memoryBarrierBuffer();
+  barrier();
+  if (tid == 0u) {
+    const uint slot = pc.ticket_base + h;
+    const uint seen = atomicAdd(cnt[slot], 1u);
+    if (seen == pc.n_splits - 1u) cnt[slot] = 0u;  // at rest again for the next call
+    ticket_s = seen;
+  }
+  barrier();
+  const uint seen = ticket_s;
+  if (seen < pc.n_splits - 1u) return;  // uniform; seen >= n_splits: the ticket was not at rest (below)
+  memoryBarrierBuffer();
+  const uint stride = HEAD_DIM + 2u;
+  const uint head_base = pc.part_base + h * pc.n_splits * stride;
+  float mm = outv[head_base];
+  for (uint t = 1u; t < pc.n_splits; ++t) mm = max(mm, outv[head_base + t * stride]);
+  float ll = 0.0;
+  for (uint t = 0u; t < pc.n_splits; ++t) ll += outv[head_base + t * stride + 1u] * exp(outv[head_base + t * stride] - mm);
+  const float inv_ll = 1.0 / ll;
+  for (uint d = tid; d < HEAD_DIM; d += gl_WorkGroupSize.x) {
+    float o = 0.0;
+    for (uint t = 0u; t < pc.n_splits; ++t) o += outv[head_base + t * stride + 2u + d] * exp(outv[head_base + t * stride] - mm);
+    final_out[h * HEAD_DIM + d] = seen >= pc.n_splits ? uintBitsToFloat(0x7fc00000u) : o * inv_ll;
+  }
+#endif
 }

@@ -6,6 +6,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <random>
+#include <utility>
+#include <optional>
 
 #include "quant/f16.h"
 #include "runtime/kv_cache.h"
@@ -148,8 +151,101 @@ TEST_P(AttentionTest, MatchesDoubleReference) {
   std::printf("  NMSE %.3e (%u dispatches)\n", e, dispatches);
   EXPECT_LT(e, kAttnNmse);
   if (c.n_splits > 1) {
+    // Tiled kernel: split + attn_merge. Decode kernel: the ticket zeroing (first use of the scratch in this
+    // recording) + the split dispatch that merges in its last workgroups.
     EXPECT_EQ(dispatches, 2u) << "split-K attention + merge";
   }
+}
+
+// Decode split calls sharing one scratch: each merges in its own dispatch (tickets left at rest by the calls
+// before it, zeroed once per recording), from a poisoned scratch, over two submissions; and a scratch whose
+// tickets something else overwrote between two calls (against the contract) gives NaN, not a wrong result.
+class AttentionScratchReuse : public VulkanTest {
+ protected:
+  static constexpr AttnCase kCase{"reuse", DType::kF16, 8, 2, 64, 300, 1, 0, 0.0f, 4.0f, 3, 0};
+
+  void SetUp() override {
+    VulkanTest::SetUp();
+    std::mt19937 rng(5);
+    const uint64_t kv_elems = uint64_t{kCase.kv_len} * kCase.n_kv_heads * kCase.head_dim;
+    k_ = runtime::testing::random_f32(rng, kv_elems);
+    v_ = runtime::testing::random_f32(rng, kv_elems);
+    auto cache = runtime::KvCache::create(dev(), {1, kCase.n_kv_heads, kCase.head_dim, kCase.kv_len, kCase.dtype}, "kv");
+    ASSERT_TRUE(cache.ok()) << cache.status().to_string();
+    cache_ = std::move(cache).value();
+    Buffer kb = upload(k_, "k");
+    Buffer vb = upload(v_, "v");
+    runtime::KvAppendArgs ap;
+    ap.kv = cache_->layer(0);
+    ap.k_src = kb.range();
+    ap.v_src = vb.range();
+    ap.n_tokens = kCase.kv_len;
+    ASSERT_TRUE(runtime::record_kv_append(rec(), ap, "append").ok());
+    run();
+    for (float& x : k_) x = stored(kCase.dtype, x);
+    for (float& x : v_) x = stored(kCase.dtype, x);
+    scratch_ = alloc(runtime::attention_scratch_bytes(1, kCase.n_heads, kCase.head_dim, kCase.n_splits), "scratch");
+    ASSERT_TRUE(dev().fill(scratch_.range(), runtime::testing::kPoisonBits).ok());
+  }
+
+  // Records one call on a fresh q; returns (q, out buffer).
+  std::pair<std::vector<float>, Buffer> record_call(std::mt19937& rng, const char* label) {
+    std::vector<float> q = runtime::testing::random_f32(rng, uint64_t{kCase.n_heads} * kCase.head_dim);
+    for (float& x : q) x *= kCase.q_gain;
+    Buffer qb = upload(q, "q");
+    Buffer ob = poisoned_f32(q.size(), "out");
+    runtime::AttentionArgs a;
+    a.q = qb.range();
+    a.kv = cache_->layer(0);
+    a.out = ob.range();
+    a.scratch = scratch_.range();
+    a.n_q = 1;
+    a.n_heads = kCase.n_heads;
+    a.p0 = kCase.kv_len - 1;
+    a.scale = 1.0f / std::sqrt(static_cast<float>(kCase.head_dim));
+    a.tuning.n_splits = kCase.n_splits;
+    const Status s = runtime::record_attention(rec(), a, label);
+    EXPECT_TRUE(s.ok()) << s.to_string();
+    keep_.push_back(std::move(qb));
+    return {std::move(q), std::move(ob)};
+  }
+
+  double error_of(const std::vector<float>& q, const Buffer& out) {
+    const std::vector<float> y = download_f32(out.range());
+    if (runtime::testing::count_non_finite(y) != 0) return INFINITY;
+    const float scale = 1.0f / std::sqrt(static_cast<float>(kCase.head_dim));
+    return runtime::testing::nmse(y, reference_attention(kCase, q, k_, v_, scale));
+  }
+
+  std::vector<float> k_, v_;
+  std::optional<runtime::KvCache> cache_;
+  Buffer scratch_;
+  std::vector<Buffer> keep_;
+};
+
+TEST_F(AttentionScratchReuse, CallsSharingScratchStayCorrect) {
+  std::mt19937 rng(6);
+  for (int submit = 0; submit < 2; ++submit) {
+    std::vector<std::pair<std::vector<float>, Buffer>> calls;
+    for (int c = 0; c < 3; ++c) calls.push_back(record_call(rng, "reuse"));
+    EXPECT_EQ(rec().dispatch_count(), 4u) << "one ticket zeroing, then one dispatch per call";
+    run();
+    for (auto& [q, out] : calls) EXPECT_LT(error_of(q, out), kAttnNmse) << "submit " << submit;
+  }
+}
+
+TEST_F(AttentionScratchReuse, ClobberedTicketsGiveNaN) {
+  std::mt19937 rng(7);
+  auto first = record_call(rng, "first");
+  Buffer fives = alloc(1024, "fives");
+  ASSERT_TRUE(dev().fill(fives.range(), 0x40a00000u).ok());  // 5.0f
+  // 10.0f over the ticket words: counts far past any split count.
+  ASSERT_TRUE(runtime::record_add(rec(), fives.range(), fives.range(), scratch_.range().sub(0, 1024), 256).ok());
+  auto second = record_call(rng, "second");
+  run();
+  EXPECT_LT(error_of(first.first, first.second), kAttnNmse);
+  const std::vector<float> y = download_f32(second.second.range());
+  EXPECT_EQ(runtime::testing::count_non_finite(y), y.size());
 }
 
 const AttnCase kCases[] = {

@@ -2,7 +2,8 @@
 // Split-K attention merge: combines the n_splits partials (m, l, o[head_dim]) that attention.comp (SPLIT)
 // wrote for each (query, head) row: M = max_s m_s, out = sum_s exp(m_s - M) o_s / sum_s exp(m_s - M) l_s.
 // Bindings: 0 partials (f32 [n_rows][n_splits][head_dim + 2]), 1 out (f32 [n_rows, head_dim]).
-// Push: n_rows (= n_q * n_heads), head_dim, n_splits, n_groups (= n_rows).
+// Push: n_rows (= n_q * n_heads), head_dim, n_splits, n_groups (= n_rows). n_splits = 0: writes zeros to out
+//   (the runtime zeroes attention_decode.comp's tickets this way; partials are not read).
 // Spec: 0 local_size_x (64).
 // Grid: one workgroup per row, folded into x and y.
 #include "common.glsl"
@@ -22,6 +23,10 @@ layout(push_constant) uniform Push {
 void main() {
   const uint row = folded_group_index();
   if (row >= pc.n_groups) return;
+  if (pc.n_splits == 0u) {
+    for (uint d = gl_LocalInvocationID.x; d < pc.head_dim; d += gl_WorkGroupSize.x) outv[row * pc.head_dim + d] = 0.0;
+    return;
+  }
   const uint stride = pc.head_dim + 2u;
   const uint base = row * pc.n_splits * stride;
   float m = part[base];

@@ -43,6 +43,11 @@ constexpr BindingInfo kAttnBindings[] = {
     {0, "q", Access::kRead}, {1, "k_cache", Access::kRead}, {2, "v_cache", Access::kRead}, {3, "out", Access::kWrite}};
 constexpr BindingInfo kAttnSplitBindings[] = {
     {0, "q", Access::kRead}, {1, "k_cache", Access::kRead}, {2, "v_cache", Access::kRead}, {3, "partials", Access::kWrite}};
+constexpr BindingInfo kAttnDecodeSplitBindings[] = {{0, "q", Access::kRead},
+                                                     {1, "k_cache", Access::kRead},
+                                                     {2, "v_cache", Access::kRead},
+                                                     {3, "scratch", Access::kReadWrite},
+                                                     {4, "out", Access::kWrite}};
 constexpr BindingInfo kMergeBindings[] = {{0, "partials", Access::kRead}, {1, "out", Access::kWrite}};
 constexpr BindingInfo kThresholdBindings[] = {{0, "logits", Access::kRead}, {1, "scratch", Access::kWrite}};
 constexpr BindingInfo kPartialBindings[] = {{0, "logits", Access::kRead}, {1, "scratch", Access::kReadWrite}};
@@ -156,9 +161,9 @@ constexpr KernelInfo kKernels[] = {
     {"attention_decode_f16", "attention_decode.comp", "main", "KV_F16", Op::kAttention, kF16, {}, kAttnBindings,
      kAttnDecodeSpec, 48, kAttnDecodeGrid},
     {"attention_decode_split_f32", "attention_decode.comp", "main", "KV_F32 SPLIT", Op::kAttention, kF32, {},
-     kAttnSplitBindings, kAttnDecodeSpec, 48, kAttnDecodeGrid},
+     kAttnDecodeSplitBindings, kAttnDecodeSpec, 64, kAttnDecodeGrid},
     {"attention_decode_split_f16", "attention_decode.comp", "main", "KV_F16 SPLIT", Op::kAttention, kF16, {},
-     kAttnSplitBindings, kAttnDecodeSpec, 48, kAttnDecodeGrid},
+     kAttnDecodeSplitBindings, kAttnDecodeSpec, 64, kAttnDecodeGrid},
     {"attn_merge", "attn_merge.comp", "main", "", Op::kAttentionMerge, kF32, {}, kMergeBindings, kSpec64, 16, kRowGrid},
     {"sample_threshold", "sample.comp", "main", "STAGE_THRESHOLD", Op::kSample, kF32, {}, kThresholdBindings, kSpec256,
      16, kOneGroup},

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "runtime/ops.h"
@@ -19,6 +20,10 @@ constexpr uint32_t kTargetWorkgroups = 256;  // automatic split-K aims for about
 // L = 8192: 57.6 / 46.3 / 49.9 / 61.0 us).
 constexpr uint32_t kDecodeTargetWorkgroups = 512;
 constexpr uint32_t kMaxSplits = 64;
+// Split scratch layout: a ticket per head (attention_decode.comp's in-dispatch merge) at the start, then the
+// partials. Heads past kTicketWords merge in a separate attn_merge dispatch.
+constexpr uint32_t kTicketWords = 256;
+constexpr uint64_t kTicketBytes = uint64_t{kTicketWords} * 4;
 
 Status check_kv(const KvLayer& kv, const std::string& ctx) {
   if (kv.dtype != quant::DType::kF16 && kv.dtype != quant::DType::kF32) {
@@ -37,14 +42,30 @@ Status check_kv(const KvLayer& kv, const std::string& ctx) {
   return need_bytes(kv.v, bytes, "v cache", ctx);
 }
 
+// Zeroes the in-dispatch merge tickets of a split scratch before its first use in this recording (attn_merge
+// with no splits writes zeros); the calls themselves leave them at zero.
+Status zero_tickets(Recorder& rec, const BufferRange& scratch, const std::string& ctx) {
+  if (rec.used_before(scratch.buffer, scratch.offset)) return Status::Ok();
+  RDRR_ASSIGN_OR_RETURN(const Pipeline* merge, get_pipeline(rec, "attn_merge", {}, ctx));
+  const struct {
+    uint32_t n_rows, head_dim, n_splits, n_groups;
+  } push{1, kTicketWords, 0, 1};
+  const BufferRange tickets = scratch.sub(0, kTicketBytes);
+  const BufferRange bindings[] = {tickets, tickets};
+  RDRR_RETURN_IF_ERROR(rec.dispatch(*merge, bindings, push, {1, 1, 1}, "attention split tickets"));
+  rec.note_use(scratch.buffer, scratch.offset);
+  return Status::Ok();
+}
+
 std::string kv_name(const KvLayer& kv) { return kv.dtype == quant::DType::kF32 ? "f32" : "f16"; }
 
 // Split count for an attention call: explicit, or automatic when scratch allows (decode-like calls whose
 // n_q * n_heads workgroups leave the device idle and whose context spans several tiles).
 Result<uint32_t> choose_splits(const AttentionArgs& a, uint32_t tile, uint32_t max_len, uint64_t target,
                                const std::string& ctx) {
-  const uint64_t per_split = attention_scratch_bytes(a.n_q, a.n_heads, a.kv.head_dim, 2) / 2;
-  const uint64_t fit = a.scratch.buffer == VK_NULL_HANDLE ? 1 : std::max<uint64_t>(1, a.scratch.size / per_split);
+  const uint64_t per_split = (attention_scratch_bytes(a.n_q, a.n_heads, a.kv.head_dim, 2) - kTicketBytes) / 2;
+  const uint64_t room = a.scratch.size > kTicketBytes ? a.scratch.size - kTicketBytes : 0;
+  const uint64_t fit = a.scratch.buffer == VK_NULL_HANDLE ? 1 : std::max<uint64_t>(1, room / per_split);
   const uint32_t max_useful = static_cast<uint32_t>(ceil_div(max_len, tile));
   if (a.tuning.n_splits != 0) {
     if (a.tuning.n_splits > 1 && a.tuning.n_splits > fit) {
@@ -94,7 +115,7 @@ Result<bool> use_decode_kernel(const DeviceCaps& caps, const AttentionArgs& a, c
 
 uint64_t attention_scratch_bytes(uint32_t n_q, uint32_t n_heads, uint32_t head_dim, uint32_t n_splits) {
   if (n_splits <= 1) return 0;
-  return uint64_t{n_q} * n_heads * n_splits * (uint64_t{head_dim} + 2) * 4;
+  return kTicketBytes + uint64_t{n_q} * n_heads * n_splits * (uint64_t{head_dim} + 2) * 4;
 }
 
 Status record_kv_append(Recorder& rec, const KvAppendArgs& a, std::string_view label) {
@@ -181,9 +202,23 @@ Status record_attention(Recorder& rec, const AttentionArgs& a, std::string_view 
     const BufferRange bindings[] = {a.q, a.kv.k, a.kv.v, a.out};
     return rec.dispatch(*p, bindings, push, grid, label);
   }
-  const BufferRange partials = a.scratch.sub(0, attention_scratch_bytes(a.n_q, a.n_heads, a.kv.head_dim, n_splits));
-  const BufferRange bindings[] = {a.q, a.kv.k, a.kv.v, partials};
-  RDRR_RETURN_IF_ERROR(rec.dispatch(*p, bindings, push, grid, label));
+  const uint64_t scratch_bytes = attention_scratch_bytes(a.n_q, a.n_heads, a.kv.head_dim, n_splits);
+  const BufferRange partials = a.scratch.sub(kTicketBytes, scratch_bytes - kTicketBytes);
+  if (*decode) {
+    // attention_decode.comp merges in its last workgroup per head (tickets at the scratch's start).
+    const bool merge_here = a.n_heads <= kTicketWords;
+    if (merge_here) RDRR_RETURN_IF_ERROR(zero_tickets(rec, a.scratch, ctx));
+    const struct {
+      std::remove_const_t<decltype(push)> base;
+      uint32_t ticket_base, part_base, pad0, pad1;
+    } split_push{push, merge_here ? 0u : ~0u, kTicketWords, 0, 0};
+    const BufferRange bindings[] = {a.q, a.kv.k, a.kv.v, a.scratch.sub(0, scratch_bytes), a.out};
+    RDRR_RETURN_IF_ERROR(rec.dispatch(*p, bindings, split_push, grid, label));
+    if (merge_here) return Status::Ok();
+  } else {
+    const BufferRange bindings[] = {a.q, a.kv.k, a.kv.v, partials};
+    RDRR_RETURN_IF_ERROR(rec.dispatch(*p, bindings, push, grid, label));
+  }
   RDRR_ASSIGN_OR_RETURN(const Pipeline* merge, get_pipeline(rec, "attn_merge", {}, ctx));
   RDRR_ASSIGN_OR_RETURN(auto merge_grid, fold_groups(rec, rows, ctx));
   const struct {

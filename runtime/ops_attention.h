@@ -48,8 +48,11 @@ struct AttentionTuning {
 // the query's own; 0 = off) and logit soft-capping (softcap > 0: s = softcap * tanh(s / softcap)). The cache
 // must already hold positions 0 .. p0 + n_q - 1 (append first). scale is head_dim^-0.5 or
 // query_pre_attn_scalar^-0.5 (Gemma), chosen by the caller.
-// Split-K (decode with long contexts): n_splits > 1 writes partials to scratch (attention_scratch_bytes)
-// and a merge pass combines them; automatic splitting needs a scratch range and never exceeds it.
+// Split-K (decode with long contexts): n_splits > 1 writes partials to scratch (attention_scratch_bytes: a
+// ticket per head, then the partials) and they are merged: by the decode kernel's last workgroup per head in the
+// same dispatch (its tickets zeroed once per recording, at the scratch's first use), else by an attn_merge pass.
+// Automatic splitting needs a scratch range and never exceeds it; nothing else may write the scratch between
+// two calls of one recording.
 struct AttentionArgs {
   BufferRange q;    // f32 [n_q, n_heads, head_dim]
   KvLayer kv;
