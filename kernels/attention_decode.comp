@@ -39,6 +39,7 @@ layout(constant_id = 2) const uint PAIRS_PER_LANE = 2;
 
 #define MAX_HEAD_DIM 256u
 #define MAX_SUBGROUPS 16u  // local_size_x (<= 128) / the smallest subgroup (8)
+#define VCHUNK 8u          // positions whose V pairs are loaded together (divides every subgroup size >= 8)
 const float kNegBig = -3.0e38;  // "no score yet": exp(kNegBig - m) = 0 for any real m, never inf - inf
 
 layout(binding = 0) readonly buffer Q { float q[]; };
@@ -151,22 +152,20 @@ void main() {
     l = l * corr + subgroupAdd(p);
     m = m_new;
     [[unroll]] for (uint i = 0u; i < PAIRS_PER_LANE; ++i) o[i] *= corr;
-    uint t = 0u;
-    for (; t + 4u <= n; t += 4u) {
-      float pt[4];
-      [[unroll]] for (uint u = 0u; u < 4u; ++u) pt[u] = subgroupShuffle(p, t + u);
+    // VCHUNK positions per step, all their V pairs loaded before any is used (one memory round trip per
+    // step, not per position). Positions past n (a partial last block) have p = 0 and load nothing; the
+    // shuffle index stays below the subgroup size (a multiple of VCHUNK).
+    for (uint t = 0u; t < n; t += VCHUNK) {
+      float pt[VCHUNK];
+      [[unroll]] for (uint u = 0u; u < VCHUNK; ++u) pt[u] = subgroupShuffle(p, t + u);
+      vec2 v[PAIRS_PER_LANE * VCHUNK];
       [[unroll]] for (uint i = 0u; i < PAIRS_PER_LANE; ++i) {
-        if (w0 + i < pairs) {
-          vec2 v[4];
-          [[unroll]] for (uint u = 0u; u < 4u; ++u) v[u] = v_pair(kv_base + b0 + t + u, pairs, w0 + i);
-          [[unroll]] for (uint u = 0u; u < 4u; ++u) o[i] += pt[u] * v[u];
+        [[unroll]] for (uint u = 0u; u < VCHUNK; ++u) {
+          v[i * VCHUNK + u] = w0 + i < pairs && t + u < n ? v_pair(kv_base + b0 + t + u, pairs, w0 + i) : vec2(0.0);
         }
       }
-    }
-    for (; t < n; ++t) {
-      const float pt = subgroupShuffle(p, t);
       [[unroll]] for (uint i = 0u; i < PAIRS_PER_LANE; ++i) {
-        if (w0 + i < pairs) o[i] += pt * v_pair(kv_base + b0 + t, pairs, w0 + i);
+        [[unroll]] for (uint u = 0u; u < VCHUNK; ++u) o[i] += pt[u] * v[i * VCHUNK + u];
       }
     }
   }
