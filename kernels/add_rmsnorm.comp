@@ -4,7 +4,7 @@
 // (x is the residual stream, updated in place; weight_offset as rmsnorm.comp). y must not overlap x or res.
 // Bindings: 0 x (f32[n_rows * d], read-write), 1 res (f32[n_rows * d]), 2 w (f32[d]), 3 y (f32[n_rows * d]).
 // Push: d, n_rows, eps, weight_offset, n_groups (= n_rows).
-// Spec: 0 local_size_x (128; runtime/ops_eltwise.cpp norm_local_size picks it from d).
+// Spec: 0 local_size_x (128; runtime/ops_eltwise.cpp norm_spec picks it from d).
 // Grid: one workgroup per row, folded into x and y.
 #extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"

@@ -4,7 +4,7 @@
 // already have the 1 folded in and use 0). In place (x and y the same range) is allowed.
 // Bindings: 0 x (f32[n_rows * d]), 1 w (f32[d]), 2 y (f32[n_rows * d]).
 // Push: d, n_rows, eps, weight_offset, n_groups (= n_rows).
-// Spec: 0 local_size_x (128; runtime/ops_eltwise.cpp norm_local_size picks it from d).
+// Spec: 0 local_size_x (128; runtime/ops_eltwise.cpp norm_spec picks it from d).
 // Grid: one workgroup per row, folded into x and y.
 #extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
@@ -32,8 +32,8 @@ void main() {
   const uint wg = gl_WorkGroupSize.x;
   const uint lid = gl_LocalInvocationID.x;
   // The first UNROLL * wg values stay in registers for the second pass (the runtime sizes the workgroup so a
-  // row usually fits): a decode row is one workgroup, latency-bound, so all its loads go out at once and the
-  // second pass reads nothing but w. Values past that are read again.
+  // row usually fits): a decode row is one workgroup, latency-bound, so all its loads (x and w) go out at once
+  // and the second pass reads nothing. Values past that are read again.
   float keep[UNROLL];
   float gain[UNROLL];  // w of the kept values, loaded with them (off the critical path)
   float ss = 0.0;

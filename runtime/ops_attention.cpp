@@ -57,13 +57,18 @@ Status zero_tickets(Recorder& rec, const BufferRange& scratch, const std::string
   return Status::Ok();
 }
 
+// Partial bytes of one split: (m, l, o[head_dim]) per (query, head).
+uint64_t split_partial_bytes(uint32_t n_q, uint32_t n_heads, uint32_t head_dim) {
+  return uint64_t{n_q} * n_heads * (uint64_t{head_dim} + 2) * 4;
+}
+
 std::string kv_name(const KvLayer& kv) { return kv.dtype == quant::DType::kF32 ? "f32" : "f16"; }
 
 // Split count for an attention call: explicit, or automatic when scratch allows (decode-like calls whose
 // n_q * n_heads workgroups leave the device idle and whose context spans several tiles).
 Result<uint32_t> choose_splits(const AttentionArgs& a, uint32_t tile, uint32_t max_len, uint64_t target,
                                const std::string& ctx) {
-  const uint64_t per_split = (attention_scratch_bytes(a.n_q, a.n_heads, a.kv.head_dim, 2) - kTicketBytes) / 2;
+  const uint64_t per_split = split_partial_bytes(a.n_q, a.n_heads, a.kv.head_dim);
   const uint64_t room = a.scratch.size > kTicketBytes ? a.scratch.size - kTicketBytes : 0;
   const uint64_t fit = a.scratch.buffer == VK_NULL_HANDLE ? 1 : std::max<uint64_t>(1, room / per_split);
   const uint32_t max_useful = static_cast<uint32_t>(ceil_div(max_len, tile));
@@ -115,7 +120,7 @@ Result<bool> use_decode_kernel(const DeviceCaps& caps, const AttentionArgs& a, c
 
 uint64_t attention_scratch_bytes(uint32_t n_q, uint32_t n_heads, uint32_t head_dim, uint32_t n_splits) {
   if (n_splits <= 1) return 0;
-  return kTicketBytes + uint64_t{n_q} * n_heads * n_splits * (uint64_t{head_dim} + 2) * 4;
+  return kTicketBytes + n_splits * split_partial_bytes(n_q, n_heads, head_dim);
 }
 
 Status record_kv_append(Recorder& rec, const KvAppendArgs& a, std::string_view label) {
