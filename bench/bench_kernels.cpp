@@ -473,7 +473,7 @@ std::vector<GemvCase> gemv_cases(bool tune) {
   // Longer splits trade latency for throughput: fewer partials and merges, fewer workgroups per call.
   const GemvTuning col_tunes[] = {{8, 0, 32, 0, 16},   {8, 0, 32, 0, 18},   {8, 0, 32, 0, 2},  {8, 0, 32, 1024},
                                   {8, 0, 32, 2048},    {8, 0, 32, 4096},    {8, 0, 32, 512},   {8, 0, 16, 2048},
-                                  {8, 0, 16, 0},       {8, 0, 32, 0, 0, 2}, {8, 0, 32, 0, 0, 8}};
+                                  {8, 0, 16, 0},       {8, 0, 32, 0, 0, 2}, {8, 0, 16, 0, 0, 2}};
   for (const GemvTuning& t : col_tunes) {
     std::string v = tune_label("x", t.local_size_x, "_ks", t.k_split);
     if (t.k_chunk) v += num_label("_kc", t.k_chunk);
