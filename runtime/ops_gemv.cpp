@@ -39,14 +39,15 @@ struct ReducePush {
 static_assert(sizeof(SplitPush) == 64 && sizeof(ReducePush) == 16);
 
 constexpr uint32_t kMinAutoKChunk = 64;     // automatic split size floor (2 inputs per slice, 32 slices)
-// Automatic split size: the longest splits (up to 32 inputs per slice) that still give this many workgroups,
+// Automatic split size: the longest splits (up to 64 inputs per slice) that still give this many workgroups,
 // but no more than kPreferredSplits splits where longer ones allow it (each split adds a partial per output
-// to the merge). H100, bench_kernels, GPU span per serialized call (old 512-workgroup rule -> this):
-// 4096x14336 28.6 -> 27.4 us, 14336x4096 29.5 -> 27.1, 2048x2048 10.2 -> 8.3, 8192x2048 14.7 -> 12.3,
-// 2048x8192 13.2 -> 13.7.
-constexpr uint64_t kTargetSplitGroups = 200;
+// to the merge). With the software-pipelined kernel a slice keeps its loads in flight while it decodes, so
+// about one workgroup per SM of an H100 is enough (H100, bench_kernels, GPU span per serialized call, 200
+// workgroups and 32 inputs per slice -> this: 4096x4096 12.8 -> 12.1 us, 8192x2048 12.7 -> 12.0, 28672x4096
+// 43.9 -> 41.2; 4096x14336, 14336x4096, 2048x8192 and 2048x2048 keep their split).
+constexpr uint64_t kTargetSplitGroups = 128;
 constexpr uint64_t kPreferredSplits = 16;
-constexpr uint64_t kMaxAutoPerSlice = 32;
+constexpr uint64_t kMaxAutoPerSlice = 64;
 constexpr uint64_t kMaxSplits = 4095;         // splits per call at most
 // The scratch starts with one ticket per item group (uint, zero at rest), then the partials. More item groups
 // than tickets: partials and gemv_reduce.
