@@ -1,6 +1,7 @@
 #include "kernels/graph_check.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <set>
 #include <string>
 #include <string_view>
@@ -83,7 +84,9 @@ std::string layouts_string(std::span<const Layout> ls) {
   return out;
 }
 
-bool is_kv_kernel(const KernelInfo& k) { return k.op == Op::kKvAppend || k.op == Op::kAttention; }
+bool is_kv_kernel(const KernelInfo& k) {
+  return k.op == Op::kKvAppend || k.op == Op::kKvAppendRope || k.op == Op::kAttention;
+}
 
 // A step with where it sits: "decode[3]" or "decode[3].steps[1]", and the layers it runs for (empty in
 // preLayer / postLayer).
@@ -291,8 +294,8 @@ class Checker {
     if ((op == "attention_sliding" && !sliding) || (op == "attention" && sliding)) {
       return error(StatusCode::kValidation, where + "; it must run " + (sliding ? "attention_sliding" : "attention"));
     }
-    const bool local_rope = op == "rope_q_local" || op == "rope_k_local";
-    const bool rope = op == "rope_q" || op == "rope_k";
+    const bool local_rope = op == "rope_q_local" || op == "rope_k_local" || op == "kv_append_rope_local";
+    const bool rope = op == "rope_q" || op == "rope_k" || op == "kv_append_rope";
     if (local_rope && !(sliding && local_theta)) {
       return error(StatusCode::kValidation, where + (local_theta ? "" : " and inference.rope.ropeLocalTheta is absent") +
                                                 "; local rope runs only on sliding layers with ropeLocalTheta");
@@ -309,13 +312,16 @@ class Checker {
     std::vector<uint32_t> attention_ops(n_layers, 0);
     std::vector<uint32_t> residuals(n_layers, 0);       // `residual` steps of each layer
     std::vector<uint32_t> fused_residuals(n_layers, 0);  // `residual_attn_norm` steps (adding the layer before)
-    for (const StepRef& s : steps_) {
+    std::vector<KPath> k_path(n_layers);
+    for (size_t i = 0; i < steps_.size(); ++i) {
+      const StepRef& s = steps_[i];
       if (s.phase != p) continue;
       for (uint32_t layer : s.layers) {
         RDRR_RETURN_IF_ERROR(check_layer_kind(s, layer));
         if (s.step->op == "attention" || s.step->op == "attention_sliding") ++attention_ops[layer];
         if (s.step->op == "residual") ++residuals[layer];
         if (s.step->op == "residual_attn_norm") ++fused_residuals[layer];
+        k_path[layer].note(s.step->op, i);
       }
     }
     const std::string phase(phase_name(p));
@@ -326,8 +332,50 @@ class Checker {
                                                   " attention ops, expected exactly 1");
       }
     }
+    for (uint32_t layer = 0; layer < n_layers; ++layer) RDRR_RETURN_IF_ERROR(k_path[layer].check(phase, layer));
     return check_residual_chain(phase, residuals, fused_residuals);
   }
+
+  // How one layer's k reaches the cache: rotated exactly once (rope_k[_local], or kv_append_rope[_local] while
+  // appending) and written exactly once (kv_append or kv_append_rope[_local]), a separate rotation before the
+  // append. Without this a graph that rotated k twice, or appended it unrotated, would pass and run wrong.
+  struct KPath {
+    uint32_t rotations = 0;
+    uint32_t appends = 0;
+    size_t first_rope = SIZE_MAX;    // step index of the first rope_k[_local]
+    size_t first_append = SIZE_MAX;  // step index of the first kv_append
+    void note(const std::string& op, size_t index) {
+      const bool fused = op == "kv_append_rope" || op == "kv_append_rope_local";
+      if (op == "rope_k" || op == "rope_k_local") {
+        ++rotations;
+        first_rope = std::min(first_rope, index);
+      }
+      if (op == "kv_append") {
+        ++appends;
+        first_append = std::min(first_append, index);
+      }
+      if (fused) {
+        ++rotations;
+        ++appends;
+      }
+    }
+    Status check(const std::string& phase, uint32_t layer) const {
+      const std::string where = phase + ": layer " + std::to_string(layer);
+      if (appends != 1) {
+        return error(StatusCode::kValidation, where + " writes k and v into the cache " + std::to_string(appends) +
+                                                  " times (kv_append, kv_append_rope*), expected exactly 1");
+      }
+      if (rotations != 1) {
+        return error(StatusCode::kValidation, where + " rotates k " + std::to_string(rotations) +
+                                                  " times (rope_k*, kv_append_rope*), expected exactly 1");
+      }
+      if (first_append < first_rope && first_rope != SIZE_MAX) {
+        return error(StatusCode::kValidation, where + " runs kv_append before rope_k: the cache would hold k "
+                                                      "unrotated");
+      }
+      return Status::Ok();
+    }
+  };
 
   // Every layer's output (proj after down_proj / post_ffn_norm) is added to hidden exactly once: by the layer's
   // own `residual` step or by the next layer's `residual_attn_norm`; layer 0 has nothing to add, and the last

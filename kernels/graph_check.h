@@ -23,11 +23,13 @@
 //                kernel accepts the weight's dtype and layout (plain dtypes: row_wise)   kUnsupported
 //                norm / bias weight F32 1-D of the op's length (D; headDim for q_norm /
 //                k_norm; H*headDim for q_bias; KV*headDim for k_bias / v_bias)           kValidation
-//                kv_append and attention kernels agree on the KV cache type (no cast)    kValidation
+//                kv_append[_rope] and attention kernels agree on the KV cache type       kValidation
 //   layers:      every layer runs exactly one attention op per layer phase; attention_sliding only
 //                for sliding_attention layers (inference.attention.layerTypes), attention only for
 //                full_attention layers; rope_*_local only for sliding layers of a model with
-//                ropeLocalTheta, whose sliding layers must not run rope_q / rope_k      kValidation
+//                ropeLocalTheta, whose sliding layers must not run rope_q / rope_k (the
+//                same for kv_append_rope[_local]); k rotated exactly once and appended
+//                exactly once per layer, rope_k* before kv_append (SPEC 9.3 key path)   kValidation
 //   companions:  every companion (kernel_companions) of every kernel in the map is in the map  kValidation
 //   digests:     (check_digests) every kernel's digest equals the one compiled into this build; the
 //                message names the first step using it, both digests and the fix

@@ -247,17 +247,17 @@ TEST(GraphCheck, PrecisionRules) {
   graph(m).kernels.at("attention_f16").precision["kvDtype"] = "bf16";
   expect_error(m, StatusCode::kUnsupported, {"kernels.attention_f16.precision.kvDtype", "'bf16'", "f16 or f32"});
   m = planned_manifest();
-  graph(m).kernels.at("kv_append_f16").precision["kvDtype"] = "f32";
-  expect_error(m, StatusCode::kUnsupported, {"kernels.kv_append_f16.precision.kvDtype", "'f32'", "in f16"});
+  graph(m).kernels.at("kv_append_rope_f16").precision["kvDtype"] = "f32";
+  expect_error(m, StatusCode::kUnsupported, {"kernels.kv_append_rope_f16.precision.kvDtype", "'f32'", "in f16"});
 }
 
 TEST(GraphCheck, KvCacheTypeTransition) {
   Manifest m = planned_manifest();
-  KernelSpec kv32{"kv_append.comp", "main", pinned_kernel_digest("kv_append_f32").value(), {}, {{"kvDtype", "f32"}}};
-  graph(m).kernels.emplace("kv_append_f32", kv32);
-  first_step(m, "kv_append").kernel_key = "kv_append_f32";
-  expect_error(m, StatusCode::kValidation, {"decode[", "'kv_append': kernel 'kv_append_f32'", "in F32",
-                                            "prefill[", "kernel 'kv_append_f16') uses F16", "require_cast_step"});
+  KernelSpec kv32{"kv_append.comp", "main", pinned_kernel_digest("kv_append_rope_f32").value(), {}, {{"kvDtype", "f32"}}};
+  graph(m).kernels.emplace("kv_append_rope_f32", kv32);
+  first_step(m, "kv_append_rope").kernel_key = "kv_append_rope_f32";
+  expect_error(m, StatusCode::kValidation, {"decode[", "'kv_append_rope': kernel 'kv_append_rope_f32'", "in F32",
+                                            "prefill[", "kernel 'kv_append_rope_f16') uses F16", "require_cast_step"});
 }
 
 TEST(GraphCheck, ExactlyOneAttentionPerLayer) {
@@ -288,8 +288,76 @@ TEST(GraphCheck, SlidingOpsOnlyOnSlidingLayers) {
   first_step(m, "rope_q").op = "rope_q_local";
   expect_error(m, StatusCode::kValidation, {"(layer 2) 'rope_q_local'", "full_attention", "local rope"});
   m = planned_manifest();
-  first_step(m, "rope_k_local").op = "rope_k";
-  expect_error(m, StatusCode::kValidation, {"(layer 0) 'rope_k'", "ropeLocalTheta is set", "rope_k_local"});
+  first_step(m, "kv_append_rope_local").op = "kv_append_rope";
+  expect_error(m, StatusCode::kValidation,
+               {"(layer 0) 'kv_append_rope'", "ropeLocalTheta is set", "kv_append_rope_local"});
+  m = planned_manifest();
+  first_step(m, "kv_append_rope").op = "kv_append_rope_local";
+  expect_error(m, StatusCode::kValidation, {"(layer 2) 'kv_append_rope_local'", "full_attention", "local rope"});
+}
+
+// Replaces every kv_append_rope[_local] step of a layer phase with rope_k[_local] + kv_append (kernel kv_append_f16,
+// added to the kernels map): the graph of packs converted before the fused op. append_first: kv_append goes
+// before the rotation instead (a wrong graph).
+void unfuse_kv_rope(Manifest& m, std::vector<LayerEntry>& phase, bool append_first = false) {
+  const KernelSpec kv{"kv_append.comp", "main", pinned_kernel_digest("kv_append_f16").value(), {}, {{"kvDtype", "f16"}}};
+  graph(m).kernels.emplace("kv_append_f16", kv);
+  auto split = [append_first](std::vector<ExecStep>& steps) {
+    for (size_t i = 0; i < steps.size(); ++i) {
+      if (steps[i].op != "kv_append_rope" && steps[i].op != "kv_append_rope_local") continue;
+      ExecStep rope{steps[i].op == "kv_append_rope" ? "rope_k" : "rope_k_local", "rope", std::nullopt};
+      ExecStep append{"kv_append", "kv_append_f16", std::nullopt};
+      steps[i] = append_first ? append : rope;
+      steps.insert(steps.begin() + static_cast<std::ptrdiff_t>(i) + 1, append_first ? rope : append);
+    }
+  };
+  for (size_t i = 0; i < phase.size(); ++i) {
+    if (auto* g = std::get_if<LayerGroup>(&phase[i])) {
+      split(g->steps);
+      continue;
+    }
+    std::vector<ExecStep> one{std::get<ExecStep>(phase[i])};
+    split(one);
+    if (one.size() == 2) {
+      phase[i] = one[0];
+      phase.insert(phase.begin() + static_cast<std::ptrdiff_t>(i) + 1, one[1]);
+    }
+  }
+}
+
+// k reaches the cache rotated exactly once and written exactly once: kv_append_rope, or rope_k then kv_append.
+TEST(GraphCheck, KeyRotatedAndAppendedExactlyOnce) {
+  // The unfused form (packs converted before kv_append_rope) stays valid.
+  Manifest m = planned_manifest();
+  unfuse_kv_rope(m, graph(m).decode);
+  unfuse_kv_rope(m, graph(m).prefill);
+  ASSERT_TRUE(steps_with_op(graph(m).decode, "kv_append_rope").empty());
+  const Status ok = check_execution_graph(m);
+  EXPECT_TRUE(ok.ok()) << ok.to_string();
+  // A second rotation of k next to the fused append.
+  m = planned_manifest();
+  graph(m).decode.push_back(LayerGroup{{2}, {ExecStep{"rope_k", "rope", std::nullopt}}});
+  expect_error(m, StatusCode::kValidation, {"decode: layer 2 rotates k 2 times", "expected exactly 1"});
+  // A second cache write.
+  m = planned_manifest();
+  unfuse_kv_rope(m, graph(m).prefill);  // (puts kv_append_f16 in the kernels map)
+  graph(m).decode.push_back(LayerGroup{{2}, {ExecStep{"kv_append", "kv_append_f16", std::nullopt}}});
+  expect_error(m, StatusCode::kValidation, {"decode: layer 2 writes k and v into the cache 2 times"});
+  // The rotation dropped: k would reach the cache unrotated.
+  m = planned_manifest();
+  unfuse_kv_rope(m, graph(m).prefill);
+  for (ExecStep* s : steps_with_op(graph(m).prefill, "rope_k")) s->op = "rope_q";
+  for (ExecStep* s : steps_with_op(graph(m).prefill, "rope_k_local")) s->op = "rope_q_local";
+  expect_error(m, StatusCode::kValidation, {"prefill: layer 0 rotates k 0 times"});
+  // The rotation after the append.
+  m = planned_manifest();
+  unfuse_kv_rope(m, graph(m).prefill, /*append_first=*/true);
+  expect_error(m, StatusCode::kValidation, {"prefill: layer 0 runs kv_append before rope_k", "unrotated"});
+  // The fused op pinned to the plain append kernel (which does not rotate).
+  m = planned_manifest();
+  unfuse_kv_rope(m, graph(m).prefill);
+  first_step(m, "kv_append_rope").kernel_key = "kv_append_f16";
+  expect_error(m, StatusCode::kValidation, {"'kv_append_rope'", "kv_append_f16"});
 }
 
 TEST(GraphCheck, DigestMismatchNamesStepBothDigestsAndFix) {

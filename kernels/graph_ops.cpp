@@ -12,6 +12,7 @@ constexpr Op kMatmulOps[] = {Op::kGemm, Op::kGemv};
 constexpr Op kAddOps[] = {Op::kAdd};
 constexpr Op kRopeOps[] = {Op::kRope};
 constexpr Op kKvOps[] = {Op::kKvAppend};
+constexpr Op kKvRopeOps[] = {Op::kKvAppendRope};
 constexpr Op kAttnOps[] = {Op::kAttention};
 constexpr Op kActOps[] = {Op::kGatedAct};
 constexpr Op kSoftcapOps[] = {Op::kSoftcap};
@@ -45,6 +46,12 @@ constexpr GraphOpInfo kOps[] = {
     {"k_proj", P::kLayer, W::kMatmul, kMatmulOps, "normed", "k", "k = normed W^T"},
     {"kv_append", P::kLayer, W::kNone, kKvOps, "k, v", "kv cache",
      "k and v of the pass's positions into the layer's cache (precision kvDtype)"},
+    {"kv_append_rope", P::kLayer, W::kNone, kKvRopeOps, "k, v", "kv cache",
+     "k rotated as rope_k does (ropeTheta, ropeScaling*), then k and v into the layer's cache, in place of rope_k "
+     "and kv_append (precision kvDtype)"},
+    {"kv_append_rope_local", P::kLayer, W::kNone, kKvRopeOps, "k, v", "kv cache",
+     "kv_append_rope with ropeLocalTheta, unscaled (sliding_attention layers), in place of rope_k_local and "
+     "kv_append"},
     {"lm_head", P::kPostLayer, W::kMatmul, kMatmulOps, "normed", "logits",
      "logits = normed W^T (lm_head.weight, or the embedding table when tied)"},
     {"logit_softcap", P::kPostLayer, W::kNone, kSoftcapOps, "logits", "logits",

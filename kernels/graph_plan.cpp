@@ -147,8 +147,8 @@ Result<std::vector<LayerStep>> Planner::layer_steps(uint32_t layer, Pass pass) c
   optional_step(qk_norm, "q_norm", "rms_norm", "self_attn.q_norm.weight");
   optional_step(qk_norm, "k_norm", "rms_norm", "self_attn.k_norm.weight");
   plain(local_rope ? "rope_q_local" : "rope_q", rope_kernel, std::nullopt);
-  plain(local_rope ? "rope_k_local" : "rope_k", rope_kernel, std::nullopt);
-  plain("kv_append", "kv_append_" + kv_suffix(), std::nullopt);
+  // k is rotated on its way into the cache: one dispatch and one barrier fewer than rope_k + kv_append.
+  plain(local_rope ? "kv_append_rope_local" : "kv_append_rope", "kv_append_rope_" + kv_suffix(), std::nullopt);
   plain(slide ? "attention_sliding" : "attention", attn_kernel, std::nullopt);
   RDRR_RETURN_IF_ERROR(matmul("o_proj", "self_attn.o_proj.weight"));
   const bool post_attn = inf.normalization.post_attention_norm;
@@ -266,7 +266,9 @@ Result<std::map<std::string, KernelSpec>> Planner::kernel_map() const {
     }
     RDRR_ASSIGN_OR_RETURN(std::string digest, pinned_kernel_digest(name));
     KernelSpec spec{std::string(info->file), std::string(info->entry), std::move(digest), {}, {}};
-    if (info->op == Op::kKvAppend || info->op == Op::kAttention) spec.precision["kvDtype"] = kv_suffix();
+    if (info->op == Op::kKvAppend || info->op == Op::kKvAppendRope || info->op == Op::kAttention) {
+      spec.precision["kvDtype"] = kv_suffix();
+    }
     out.emplace(name, std::move(spec));
   }
   return out;

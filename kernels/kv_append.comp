@@ -5,13 +5,22 @@
 //     F32 (KV_F32): f32 elements.  F16 (KV_F16): uint32 words, each holding dims (2w, 2w + 1) as halves
 //     (packHalf2x16: round to nearest even, subnormals kept, on lavapipe and NVIDIA H200; checked bit for
 //     bit by KvAppendTest in kernels/attention_vk_test.cpp).
+// ROPE (op kv_append_rope): K is rotated on the way into the cache, the same rotary embedding as rope.comp
+// (its theta, conventions, partial rotary and mscale; `use_table` = inverse frequencies from binding 5, else
+// freq_scale * theta_base^(-2i / n_rot)). Each invocation computes both dims of its word from k_src, so K
+// needs no rotated copy and no barrier between rotation and append.
 // One invocation per element pair (head_dim is even).
-// Defines: one of KV_F32, KV_F16.
-// Bindings: 0 k_src, 1 v_src, 2 k_cache, 3 v_cache.
-// Push: n_tokens, n_kv_heads, head_dim, capacity, p0, n_groups.
+// Defines: one of KV_F32, KV_F16; optional ROPE.
+// Bindings: 0 k_src, 1 v_src, 2 k_cache, 3 v_cache; ROPE: 4 pos (int32[n_tokens]), 5 freqs (f32[n_rot / 2],
+//   read only with use_table).
+// Push: n_tokens, n_kv_heads, head_dim, capacity, p0, n_groups; ROPE: n_rot, mode (0 interleaved, 1 neox),
+//   theta_base, freq_scale, mscale, use_table.
 // Spec: 0 local_size_x (128).
 // Grid: ceil(n_tokens * n_kv_heads * head_dim / 2 / local_size_x) workgroups, folded into x and y.
 #include "common.glsl"
+#if defined(ROPE)
+#include "rope.glsl"
+#endif
 
 layout(local_size_x = 128, local_size_x_id = 0) in;
 
@@ -27,6 +36,10 @@ layout(binding = 3) writeonly buffer VCache { uint v_cache[]; };
 #else
 #error "kv_append.comp: define one of KV_F32, KV_F16"
 #endif
+#if defined(ROPE)
+layout(binding = 4) readonly buffer Pos { int pos[]; };
+layout(binding = 5) readonly buffer Freqs { float freqs[]; };
+#endif
 
 layout(push_constant) uniform Push {
   uint n_tokens;
@@ -35,7 +48,31 @@ layout(push_constant) uniform Push {
   uint capacity;
   uint p0;
   uint n_groups;
+#if defined(ROPE)
+  uint n_rot;
+  uint mode;
+  float theta_base;
+  float freq_scale;
+  float mscale;
+  uint use_table;
+#endif
 } pc;
+
+#if defined(ROPE)
+// Dim d of K row `base` (token `token`) after the rotary embedding.
+float roped_k(uint base, uint token, uint d) {
+  if (d >= pc.n_rot) return k_src[base + d];
+  const uint half_rot = pc.n_rot >> 1;
+  const bool interleaved = pc.mode == 0u;
+  const uint p = interleaved ? d >> 1 : (d < half_rot ? d : d - half_rot);  // the rotated pair
+  const uint d0 = interleaved ? 2u * p : p;
+  const uint d1 = interleaved ? 2u * p + 1u : p + half_rot;
+  const float inv_freq = pc.use_table != 0u ? freqs[p] : rope_inv_freq(p, pc.n_rot, pc.theta_base);
+  const vec2 cs = rope_cos_sin(pos[token], inv_freq, pc.use_table != 0u ? 1.0 : pc.freq_scale, pc.mscale);
+  const vec2 r = rope_rotate(k_src[base + d0], k_src[base + d1], cs);
+  return d == d0 ? r.x : r.y;
+}
+#endif
 
 void main() {
   const uint pairs = pc.head_dim >> 1;
@@ -46,7 +83,12 @@ void main() {
   const uint head = row % pc.n_kv_heads;
   const uint token = row / pc.n_kv_heads;
   const uint dst = (head * pc.capacity + pc.p0 + token) * pairs + w;  // pair index in the cache
+#if defined(ROPE)
+  const uint base = row * pc.head_dim;
+  const vec2 k = vec2(roped_k(base, token, 2u * w), roped_k(base, token, 2u * w + 1u));
+#else
   const vec2 k = vec2(k_src[2u * id], k_src[2u * id + 1u]);
+#endif
   const vec2 v = vec2(v_src[2u * id], v_src[2u * id + 1u]);
 #if defined(KV_F32)
   k_cache[2u * dst] = k.x;

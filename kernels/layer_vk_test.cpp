@@ -245,7 +245,7 @@ TEST_P(LayerTest, OneCommandBufferMatchesDoubleReference) {
       r.mode = gemma ? runtime::RopeMode::kInterleaved : runtime::RopeMode::kNeox;
       ok(runtime::record_rope(rec(), r, "rope"));
     }
-    ok(runtime::record_kv_append(rec(), {cache->layer(0), k.range(), v.range(), 1, t}));
+    ok(runtime::record_kv_append(rec(), {cache->layer(0), k.range(), v.range(), 1, t, std::nullopt}));
     runtime::AttentionArgs at;
     at.q = q.range();
     at.kv = cache->layer(0);

@@ -85,7 +85,7 @@ TEST_F(OpsErrorsTest, KvCacheAndAttentionRules) {
     return a;
   };
   auto append = [&](runtime::KvLayer kv) {
-    return runtime::record_kv_append(rec(), {kv, big.range(), big.range(), 1, 0}, "a");
+    return runtime::record_kv_append(rec(), {kv, big.range(), big.range(), 1, 0, std::nullopt}, "a");
   };
   expect_all({
       {"kv dtype", [&] { auto kv = layer(); kv.dtype = DType::kQ8_0; return append(kv); },
@@ -96,7 +96,7 @@ TEST_F(OpsErrorsTest, KvCacheAndAttentionRules) {
        StatusCode::kInvalidArgument, "head_dim 514 must be even and <= 512"},
       {"k cache short", [&] { auto kv = layer(); kv.k = kv.k.sub(0, 64); return append(kv); },
        StatusCode::kValidation, "k cache range of 64 bytes < required 512"},
-      {"append 0 tokens", [&] { return runtime::record_kv_append(rec(), {layer(), big.range(), big.range(), 0, 0}, "a"); },
+      {"append 0 tokens", [&] { return runtime::record_kv_append(rec(), {layer(), big.range(), big.range(), 0, 0, std::nullopt}, "a"); },
        StatusCode::kInvalidArgument, "n_tokens is 0"},
       {"n_q 0", [&] { auto a = attn(); a.n_q = 0; return runtime::record_attention(rec(), a); },
        StatusCode::kInvalidArgument, "n_q is 0"},

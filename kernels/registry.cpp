@@ -39,6 +39,9 @@ constexpr BindingInfo kKvAppendBindings[] = {{0, "k_src", Access::kRead},
                                              {1, "v_src", Access::kRead},
                                              {2, "k_cache", Access::kWrite},
                                              {3, "v_cache", Access::kWrite}};
+constexpr BindingInfo kKvAppendRopeBindings[] = {{0, "k_src", Access::kRead},   {1, "v_src", Access::kRead},
+                                                 {2, "k_cache", Access::kWrite}, {3, "v_cache", Access::kWrite},
+                                                 {4, "pos", Access::kRead},      {5, "freqs", Access::kRead}};
 constexpr BindingInfo kAttnBindings[] = {
     {0, "q", Access::kRead}, {1, "k_cache", Access::kRead}, {2, "v_cache", Access::kRead}, {3, "out", Access::kWrite}};
 constexpr BindingInfo kAttnSplitBindings[] = {
@@ -150,6 +153,10 @@ constexpr KernelInfo kKernels[] = {
      kSpec128, 48, kEmbedGrid},
     {"kv_append_f32", "kv_append.comp", "main", "KV_F32", Op::kKvAppend, kF32, {}, kKvAppendBindings, kSpec128, 24, kKvGrid},
     {"kv_append_f16", "kv_append.comp", "main", "KV_F16", Op::kKvAppend, kF16, {}, kKvAppendBindings, kSpec128, 24, kKvGrid},
+    {"kv_append_rope_f32", "kv_append.comp", "main", "KV_F32 ROPE", Op::kKvAppendRope, kF32, {}, kKvAppendRopeBindings,
+     kSpec128, 48, kKvGrid},
+    {"kv_append_rope_f16", "kv_append.comp", "main", "KV_F16 ROPE", Op::kKvAppendRope, kF16, {}, kKvAppendRopeBindings,
+     kSpec128, 48, kKvGrid},
     {"attention_f32", "attention.comp", "main", "KV_F32", Op::kAttention, kF32, {}, kAttnBindings, kSpec128, 48, kAttnGrid},
     {"attention_f16", "attention.comp", "main", "KV_F16", Op::kAttention, kF16, {}, kAttnBindings, kSpec128, 48, kAttnGrid},
     {"attention_split_f32", "attention.comp", "main", "KV_F32 SPLIT", Op::kAttention, kF32, {}, kAttnSplitBindings,
@@ -191,6 +198,7 @@ std::string_view op_name(Op op) {
     case Op::kSample: return "sample";
     case Op::kGemvReduce: return "gemv_reduce";
     case Op::kGemm: return "gemm";
+    case Op::kKvAppendRope: return "kv_append_rope";
   }
   return "?";
 }

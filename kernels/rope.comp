@@ -15,6 +15,7 @@
 // Spec: 0 local_size_x (128).
 // Grid: ceil(n_tokens * n_heads * head_dim / 2 / local_size_x) workgroups, folded into x and y.
 #include "common.glsl"
+#include "rope.glsl"
 
 layout(local_size_x = 128, local_size_x_id = 0) in;
 
@@ -55,15 +56,11 @@ void main() {
   const uint d0 = pc.mode == 0u ? 2u * p : p;
   const uint d1 = pc.mode == 0u ? 2u * p + 1u : p + half_rot;
 #if defined(FREQ_TABLE)
-  const float theta = float(pos[token]) * freqs[p];
+  const vec2 cs = rope_cos_sin(pos[token], freqs[p], 1.0, pc.mscale);
 #else
-  const float inv_freq = pow(pc.theta_base, -2.0 * float(p) / float(pc.n_rot));
-  const float theta = float(pos[token]) * pc.freq_scale * inv_freq;
+  const vec2 cs = rope_cos_sin(pos[token], rope_inv_freq(p, pc.n_rot, pc.theta_base), pc.freq_scale, pc.mscale);
 #endif
-  const float c = cos(theta) * pc.mscale;
-  const float s = sin(theta) * pc.mscale;
-  const float a = x[base + d0];
-  const float b = x[base + d1];
-  y[base + d0] = a * c - b * s;
-  y[base + d1] = a * s + b * c;
+  const vec2 r = rope_rotate(x[base + d0], x[base + d1], cs);
+  y[base + d0] = r.x;
+  y[base + d1] = r.y;
 }

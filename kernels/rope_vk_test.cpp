@@ -1,7 +1,11 @@
 // RoPE (interleaved GGUF-llama order and neox rotate-half, full and partial rotary; computed frequencies and
-// CPU frequency tables for llama3 / YaRN / LongRoPE / linear scaling with mscale) vs a double reference.
+// CPU frequency tables for llama3 / YaRN / LongRoPE / linear scaling with mscale) vs a double reference; and
+// kv_append_rope (K rotated on its way into the KV cache) vs the two-step path and the same reference.
 #include <cmath>
+#include <cstring>
 
+#include "quant/f16.h"
+#include "runtime/kv_cache.h"
 #include "runtime/ops.h"
 #include "runtime/rope_freqs.h"
 #include "runtime/vk_test_fixture.h"
@@ -9,6 +13,7 @@
 namespace rdrr::kernels {
 namespace {
 
+using quant::DType;
 using runtime::Buffer;
 using runtime::testing::VulkanTest;
 
@@ -177,6 +182,192 @@ TEST_F(VulkanTest, RopeRejectsOddDims) {
   EXPECT_NE(s.message().find("rope q [tokens=1 heads=1 head_dim=64 n_rot=33]: head_dim and n_rot must be even"),
             std::string::npos)
       << s.message();
+}
+
+// kv_append_rope: K rotated into the cache in one dispatch. Compared with the two-step path (record_rope into a
+// copy of K, then record_kv_append: what packs without the fused op run) and with the double reference; V must be
+// stored exactly as kv_append stores it, and positions outside p0 .. p0 + tokens - 1 left untouched.
+struct KvRopeCase {
+  const char* name;
+  DType dtype;
+  runtime::RopeMode mode;
+  uint32_t head_dim, n_rot;
+  bool table;  // llama3 frequency table (as the executor binds for scaled models), else computed frequencies
+};
+
+class KvAppendRopeTest : public VulkanTest, public ::testing::WithParamInterface<KvRopeCase> {};
+
+// A layer's K or V cache, [heads][capacity][head_dim], as floats (F16 halves widened).
+std::vector<float> cache_values(runtime::Device& dev, const runtime::BufferRange& r, DType dtype, uint64_t n) {
+  std::vector<std::byte> raw(r.size);
+  EXPECT_TRUE(dev.download(r, raw).ok());
+  std::vector<float> out(n);
+  for (uint64_t i = 0; i < n; ++i) {
+    if (dtype == DType::kF16) {
+      uint16_t h = 0;
+      std::memcpy(&h, raw.data() + 2 * i, 2);
+      out[i] = quant::f16_to_f32(h);
+    } else {
+      std::memcpy(&out[i], raw.data() + 4 * i, 4);
+    }
+  }
+  return out;
+}
+
+TEST_P(KvAppendRopeTest, MatchesTwoStepPathAndReference) {
+  const KvRopeCase c = GetParam();
+  const uint32_t heads = 3, cap = 12, p0 = 5, tokens = 4;
+  const uint64_t n = uint64_t{tokens} * heads * c.head_dim;
+  std::mt19937 rng(c.head_dim * 3 + c.n_rot);
+  const std::vector<float> k = runtime::testing::random_f32(rng, n);
+  const std::vector<float> v = runtime::testing::random_f32(rng, n);
+  std::vector<int32_t> pos(tokens);
+  for (uint32_t t = 0; t < tokens; ++t) pos[t] = static_cast<int32_t>(p0 + t);
+  std::vector<float> inv_freq(c.n_rot / 2);
+  float mscale = 1.0f;
+  const float theta_base = 500000.0f;
+  if (c.table) {
+    runtime::RopeScaling sc;
+    sc.type = runtime::RopeScalingType::kLlama3;
+    sc.factor = 8.0;
+    sc.original_max_position_embeddings = 8;
+    auto f = runtime::rope_frequencies(sc, theta_base, c.n_rot);
+    ASSERT_TRUE(f.ok()) << f.status().to_string();
+    inv_freq = f->inv_freq;
+    mscale = f->mscale;
+  } else {
+    for (uint32_t i = 0; i < c.n_rot / 2; ++i) inv_freq[i] = float(std::pow(double(theta_base), -2.0 * i / c.n_rot));
+  }
+  Buffer kb = upload(k, "k");
+  Buffer vb = upload(v, "v");
+  Buffer pb = upload(pos, "pos");
+  Buffer fb = upload(inv_freq, "inv_freq");
+  Buffer k_roped = poisoned_f32(n, "k roped");
+  const runtime::KvCacheShape shape{1, heads, c.head_dim, cap, c.dtype};
+  auto fused = runtime::KvCache::create(dev(), shape, "fused");
+  auto two_step = runtime::KvCache::create(dev(), shape, "two-step");
+  ASSERT_TRUE(fused.ok() && two_step.ok());
+  ASSERT_TRUE(dev().fill(fused->range(), 0x5a5a5a5au).ok());
+  ASSERT_TRUE(dev().fill(two_step->range(), 0x5a5a5a5au).ok());
+
+  runtime::KvRope rope;
+  rope.pos = pb.range();
+  rope.n_rot = c.n_rot;
+  rope.interleaved = c.mode == runtime::RopeMode::kInterleaved;
+  rope.theta_base = theta_base;
+  if (c.table) {
+    rope.inv_freq = fb.range();
+    rope.mscale = mscale;
+  }
+  const Status s = runtime::record_kv_append(rec(), {fused->layer(0), kb.range(), vb.range(), tokens, p0, rope});
+  ASSERT_TRUE(s.ok()) << s.to_string();
+  runtime::RopeArgs r;
+  r.x = kb.range();
+  r.pos = pb.range();
+  r.y = k_roped.range();
+  r.n_tokens = tokens;
+  r.n_heads = heads;
+  r.head_dim = c.head_dim;
+  r.n_rot = c.n_rot;
+  r.mode = c.mode;
+  r.theta_base = theta_base;
+  if (c.table) {
+    r.inv_freq = fb.range();
+    r.mscale = mscale;
+  }
+  ASSERT_TRUE(runtime::record_rope(rec(), r).ok());
+  ASSERT_TRUE(runtime::record_kv_append(rec(), {two_step->layer(0), k_roped.range(), vb.range(), tokens, p0,
+                                                std::nullopt})
+                  .ok());
+  run();
+
+  const uint64_t cache_elems = uint64_t{heads} * cap * c.head_dim;
+  const std::vector<float> kf = cache_values(dev(), fused->layer(0).k, c.dtype, cache_elems);
+  const std::vector<float> kt = cache_values(dev(), two_step->layer(0).k, c.dtype, cache_elems);
+  std::vector<std::byte> vf(fused->range_bytes()), vt(two_step->range_bytes());
+  ASSERT_TRUE(dev().download(fused->layer(0).v, vf).ok());
+  ASSERT_TRUE(dev().download(two_step->layer(0).v, vt).ok());
+  EXPECT_EQ(vf, vt) << "V must be stored as kv_append stores it";
+
+  // The appended rows against the two-step path and the double reference; every other row still poisoned.
+  std::vector<float> got, other;
+  std::vector<double> ref;
+  const uint32_t half = c.n_rot / 2;
+  uint32_t poisoned = 0;
+  for (uint32_t h = 0; h < heads; ++h) {
+    for (uint32_t p = 0; p < cap; ++p) {
+      const uint64_t row = (uint64_t{h} * cap + p) * c.head_dim;
+      if (p < p0 || p >= p0 + tokens) {
+        uint32_t bits = 0;
+        std::memcpy(&bits, &kf[row], 4);
+        poisoned += c.dtype == DType::kF16 ? (quant::f32_to_f16(kf[row]) == 0x5a5au) : (bits == 0x5a5a5a5au);
+        continue;
+      }
+      const uint32_t t = p - p0;
+      const uint64_t src = (uint64_t{t} * heads + h) * c.head_dim;
+      std::vector<double> want(k.begin() + static_cast<std::ptrdiff_t>(src),
+                               k.begin() + static_cast<std::ptrdiff_t>(src + c.head_dim));
+      for (uint32_t i = 0; i < half; ++i) {
+        const double theta = pos[t] * double(inv_freq[i]);
+        const uint32_t d0 = c.mode == runtime::RopeMode::kInterleaved ? 2 * i : i;
+        const uint32_t d1 = c.mode == runtime::RopeMode::kInterleaved ? 2 * i + 1 : i + half;
+        const double a = k[src + d0], b = k[src + d1];
+        want[d0] = (a * std::cos(theta) - b * std::sin(theta)) * mscale;
+        want[d1] = (a * std::sin(theta) + b * std::cos(theta)) * mscale;
+      }
+      for (uint32_t d = 0; d < c.head_dim; ++d) {
+        got.push_back(kf[row + d]);
+        other.push_back(kt[row + d]);
+        ref.push_back(want[d]);
+      }
+    }
+  }
+  EXPECT_EQ(poisoned, heads * (cap - tokens)) << "rows outside the appended positions were written";
+  EXPECT_EQ(runtime::testing::count_non_finite(got), 0u);
+  const double vs_two_step = runtime::testing::nmse(got, std::vector<double>(other.begin(), other.end()));
+  const double vs_ref = runtime::testing::nmse(got, ref);
+  std::printf("  NMSE vs two-step %.3e, vs reference %.3e\n", vs_two_step, vs_ref);
+  // Same arithmetic (kernels/include/rope.glsl): equal up to a compiler's operation order; F16 adds the half
+  // rounding (2^-11 relative) to the reference bound.
+  EXPECT_LT(vs_two_step, 1e-12);
+  EXPECT_LT(vs_ref, c.dtype == DType::kF16 ? 1e-6 : kRopeNmse);
+}
+
+const KvRopeCase kKvRopeCases[] = {
+    {"neox_f16", DType::kF16, runtime::RopeMode::kNeox, 64, 64, false},
+    {"interleaved_f32", DType::kF32, runtime::RopeMode::kInterleaved, 64, 64, false},
+    {"partial_neox_f16", DType::kF16, runtime::RopeMode::kNeox, 80, 32, false},
+    {"partial_interleaved_f32", DType::kF32, runtime::RopeMode::kInterleaved, 96, 64, false},
+    {"llama3_table_f16", DType::kF16, runtime::RopeMode::kNeox, 64, 64, true},
+};
+INSTANTIATE_TEST_SUITE_P(Cases, KvAppendRopeTest, ::testing::ValuesIn(kKvRopeCases),
+                         [](const ::testing::TestParamInfo<KvRopeCase>& i) { return std::string(i.param.name); });
+
+TEST_F(VulkanTest, KvAppendRopeErrorsNameTheBadField) {
+  const runtime::KvCacheShape shape{1, 2, 8, 16, DType::kF16};
+  auto cache = runtime::KvCache::create(dev(), shape, "kv");
+  ASSERT_TRUE(cache.ok());
+  Buffer src = alloc(4096);
+  runtime::KvRope rope;
+  rope.pos = src.range().sub(0, 8);
+  rope.n_rot = 6;
+  runtime::KvAppendArgs a{cache->layer(0), src.range(), src.range(), 4, 0, rope};
+  Status s = runtime::record_kv_append(rec(), a, "blk.1");
+  EXPECT_EQ(s.code(), StatusCode::kValidation);
+  EXPECT_NE(s.message().find("kv_append blk.1 [tokens=4 p0=0 capacity=16] rope n_rot=6: pos range of 8 bytes < "
+                             "required 16"),
+            std::string::npos)
+      << s.message();
+  a.rope->n_rot = 10;
+  s = runtime::record_kv_append(rec(), a, "blk.1");
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("n_rot must be even and <= head_dim 8"), std::string::npos) << s.message();
+  a.rope->n_rot = 0;
+  a.rope->pos = src.range();
+  a.rope->theta_base = 0.0f;
+  s = runtime::record_kv_append(rec(), a, "blk.1");
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("rope n_rot=8: theta_base must be > 0"), std::string::npos) << s.message();
 }
 
 }  // namespace

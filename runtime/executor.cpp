@@ -239,7 +239,24 @@ Status Executor::Impl::record_step(const Step& s, uint32_t m, uint32_t p0, uint3
       return record_rope(*rec, a, s.label);
     }
     case Kind::kKvAppend:
-      return record_kv_append(*rec, {kv.layer(layer), rows(Buf::kK, 0, m), rows(Buf::kV, 0, m), m, p0}, s.label);
+      return record_kv_append(*rec, {kv.layer(layer), rows(Buf::kK, 0, m), rows(Buf::kV, 0, m), m, p0, std::nullopt}, s.label);
+    case Kind::kKvAppendRope: {
+      const RopeConfig& r = inf.rope;
+      KvRope rope;
+      rope.pos = pos_range;
+      rope.n_rot = n_rot;
+      rope.interleaved = r.convention == RopeConvention::kInterleaved;
+      if (s.local) {
+        rope.theta_base = static_cast<float>(r.local_theta.value_or(r.theta));
+      } else if (exec_detail::rope_needs_table(r)) {
+        rope.inv_freq = inv_freq.range();
+        rope.mscale = rope_mscale;
+      } else {
+        rope.theta_base = static_cast<float>(r.theta);
+        rope.freq_scale = rope_freq_scale;
+      }
+      return record_kv_append(*rec, {kv.layer(layer), rows(Buf::kK, 0, m), rows(Buf::kV, 0, m), m, p0, rope}, s.label);
+    }
     case Kind::kAttention: {
       const AttentionConfig& at = inf.attention;
       AttentionArgs a;

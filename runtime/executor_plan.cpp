@@ -41,6 +41,8 @@ constexpr OpSpec kOps[] = {
     {"rope_q_local", Kind::kRope, Buf::kQ, Buf::kQ},
     {"rope_k_local", Kind::kRope, Buf::kK, Buf::kK},
     {"kv_append", Kind::kKvAppend, Buf::kK, Buf::kV},
+    {"kv_append_rope", Kind::kKvAppendRope, Buf::kK, Buf::kV},
+    {"kv_append_rope_local", Kind::kKvAppendRope, Buf::kK, Buf::kV},
     {"attention", Kind::kAttention, Buf::kQ, Buf::kAttn},
     {"attention_sliding", Kind::kAttention, Buf::kQ, Buf::kAttn},
     {"o_proj", Kind::kMatmul, Buf::kAttn, Buf::kProj},
@@ -94,7 +96,8 @@ struct Compiler {
     step.kernel = kernel;
     step.in = spec->in;
     step.out = spec->out;
-    step.local = s.op == "rope_q_local" || s.op == "rope_k_local" || s.op == "attention_sliding";
+    step.local = s.op == "rope_q_local" || s.op == "rope_k_local" || s.op == "kv_append_rope_local" ||
+                 s.op == "attention_sliding";
     if (s.weight_ref) {
       const std::string name = layer ? substitute_layer(*s.weight_ref, *layer) : *s.weight_ref;
       step.weight = pack.find(name);
@@ -162,6 +165,10 @@ struct Compiler {
         step.n = step.out == Buf::kQ ? d.heads : d.kv_heads;
         if (step.kernel->name == "rope_freqs") plan.needs_rope_table = true;
         return Status::Ok();
+      case Kind::kKvAppendRope:
+        // The rotation rope_freqs would apply (kernels/graph_plan.cpp: llama3 / YaRN need the CPU table).
+        if (!step.local && rope_needs_table(pack.manifest().inference.rope)) plan.needs_rope_table = true;
+        [[fallthrough]];
       case Kind::kKvAppend:
       case Kind::kAttention:
         if (step.kernel->dtypes.size() != 1 || step.kernel->dtypes[0] != plan.kv_dtype) {
@@ -252,6 +259,10 @@ uint32_t Dims::width(Buf b) const {
     case Buf::kCount: break;
   }
   return 0;
+}
+
+bool rope_needs_table(const RopeConfig& rope) {
+  return rope.scaling_type == rdrr::RopeScalingType::kLlama3 || rope.scaling_type == rdrr::RopeScalingType::kYarn;
 }
 
 Result<Plan> compile_plan(const Pack& pack) {

@@ -28,6 +28,7 @@ enum class Kind : uint8_t {
   kHeadNorm,   // per-head rms_norm of q / k
   kRope,
   kKvAppend,
+  kKvAppendRope,  // k rotated into the cache with v (kv_append_rope / kv_append_rope_local)
   kAttention,
   kGlu,
   kGluSplit,
@@ -63,10 +64,14 @@ struct Plan {
   quant::DType kv_dtype = quant::DType::kF16;
   std::shared_ptr<const std::set<std::string, std::less<>>> pinned;  // kernels map keys
   uint64_t gemv_scratch_bytes = 0;  // largest split-K scratch of the gemv steps
-  bool needs_rope_table = false;    // some step runs rope_freqs
+  bool needs_rope_table = false;    // some step runs rope_freqs, or kv_append_rope with llama3 / YaRN scaling
 };
 
 // check_execution_graph (with digests), then resolves every step. Errors name the phase / step / layer.
 Result<Plan> compile_plan(const Pack& pack);
+
+// Whether the model's global rotary embedding needs the CPU frequency table (llama3 / YaRN scaling), the rule
+// by which kernels/graph_plan.cpp picks rope_freqs; kv_append_rope follows it at run time.
+bool rope_needs_table(const RopeConfig& rope);
 
 }  // namespace rdrr::runtime::exec_detail

@@ -116,6 +116,37 @@ Result<bool> use_decode_kernel(const DeviceCaps& caps, const AttentionArgs& a, c
   return false;
 }
 
+// kv_append.comp ROPE: the checks record_rope makes, then one dispatch.
+Status record_kv_append_rope(Recorder& rec, const KvAppendArgs& a, uint64_t src_bytes, const std::string& ctx,
+                             std::string_view label) {
+  const KvRope& r = *a.rope;
+  const uint32_t n_rot = r.n_rot == 0 ? a.kv.head_dim : r.n_rot;
+  const std::string rctx = ctx + " rope n_rot=" + std::to_string(n_rot);
+  if (n_rot % 2 != 0 || n_rot > a.kv.head_dim) {
+    return error(StatusCode::kInvalidArgument, rctx + ": n_rot must be even and <= head_dim " +
+                                                   std::to_string(a.kv.head_dim));
+  }
+  const bool table = r.inv_freq.buffer != VK_NULL_HANDLE;
+  if (!table && !(r.theta_base > 0.0f)) return error(StatusCode::kInvalidArgument, rctx + ": theta_base must be > 0");
+  if (!std::isfinite(r.mscale)) return error(StatusCode::kInvalidArgument, rctx + ": mscale is not finite");
+  if (table) RDRR_RETURN_IF_ERROR(need_bytes(r.inv_freq, uint64_t{n_rot} / 2 * 4, "inv_freq", rctx));
+  RDRR_RETURN_IF_ERROR(need_bytes(r.pos, uint64_t{a.n_tokens} * 4, "pos", rctx));
+  RDRR_ASSIGN_OR_RETURN(const Pipeline* p, get_pipeline(rec, "kv_append_rope_" + kv_name(a.kv), {}, rctx));
+  const uint64_t groups = ceil_div(src_bytes / 8, p->local_size()[0]);
+  RDRR_ASSIGN_OR_RETURN(auto grid, fold_groups(rec, groups, rctx));
+  const struct {
+    uint32_t n_tokens, n_kv_heads, head_dim, capacity, p0, n_groups, n_rot, mode;
+    float theta_base, freq_scale, mscale;
+    uint32_t use_table;
+  } push{a.n_tokens,  a.kv.n_kv_heads, a.kv.head_dim, a.kv.capacity, a.p0,     static_cast<uint32_t>(groups),
+         n_rot,       r.interleaved ? 0u : 1u,        r.theta_base,   r.freq_scale, r.mscale,
+         table ? 1u : 0u};
+  // Without a table the freqs binding is never read: the positions stand in for it.
+  const BufferRange freqs = table ? r.inv_freq.sub(0, uint64_t{n_rot} / 2 * 4) : r.pos;
+  const BufferRange bindings[] = {a.k_src, a.v_src, a.kv.k, a.kv.v, r.pos, freqs};
+  return rec.dispatch(*p, bindings, push, grid, label);
+}
+
 }  // namespace
 
 uint64_t attention_scratch_bytes(uint32_t n_q, uint32_t n_heads, uint32_t head_dim, uint32_t n_splits) {
@@ -135,6 +166,7 @@ Status record_kv_append(Recorder& rec, const KvAppendArgs& a, std::string_view l
   const uint64_t src_bytes = uint64_t{a.n_tokens} * a.kv.n_kv_heads * a.kv.head_dim * 4;
   RDRR_RETURN_IF_ERROR(need_bytes(a.k_src, src_bytes, "k_src", ctx));
   RDRR_RETURN_IF_ERROR(need_bytes(a.v_src, src_bytes, "v_src", ctx));
+  if (a.rope) return record_kv_append_rope(rec, a, src_bytes, ctx, label);
   RDRR_ASSIGN_OR_RETURN(const Pipeline* p, get_pipeline(rec, "kv_append_" + kv_name(a.kv), {}, ctx));
   const uint64_t groups = ceil_div(src_bytes / 8, p->local_size()[0]);
   RDRR_ASSIGN_OR_RETURN(auto grid, fold_groups(rec, groups, ctx));

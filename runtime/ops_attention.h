@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 #include "quant/dtype.h"
@@ -26,13 +27,27 @@ struct KvLayer {
 // Bytes of one of K / V of one layer.
 uint64_t kv_layer_bytes(quant::DType dtype, uint32_t n_kv_heads, uint32_t head_dim, uint32_t capacity);
 
-// Writes k_src / v_src f32 [n_tokens, n_kv_heads, head_dim] into positions p0 .. p0 + n_tokens - 1.
+// K rotated on its way into the cache (kernels kv_append_rope_*): record_rope's arithmetic (kernels/rope.glsl),
+// with the same fields.
+struct KvRope {
+  BufferRange pos;             // int32[n_tokens]
+  BufferRange inv_freq;        // optional f32[n_rot / 2] (runtime/rope_freqs.h); empty: computed frequencies
+  uint32_t n_rot = 0;          // rotated dims (even, <= head_dim); 0 = head_dim
+  bool interleaved = false;    // GGUF llama pairs (2i, 2i + 1); false: neox / rotate-half (i, i + n_rot / 2)
+  float theta_base = 10000.0f;
+  float freq_scale = 1.0f;     // computed frequencies only
+  float mscale = 1.0f;
+};
+
+// Writes k_src / v_src f32 [n_tokens, n_kv_heads, head_dim] into positions p0 .. p0 + n_tokens - 1; with `rope`,
+// K is rotated first (one dispatch: no rotated copy of K, no barrier between rotation and append).
 struct KvAppendArgs {
   KvLayer kv;
   BufferRange k_src;
   BufferRange v_src;
   uint32_t n_tokens = 0;
   uint32_t p0 = 0;
+  std::optional<KvRope> rope;
 };
 Status record_kv_append(Recorder& rec, const KvAppendArgs& args, std::string_view label = "kv_append");
 

@@ -207,8 +207,8 @@ TEST(ConvertGraph, KvDtypeFlag) {
   const Manifest m = read_pack(out);
   EXPECT_EQ(m.metadata.converter.flags.at("kv-dtype"), "f32");
   ASSERT_TRUE(m.inference.execution.has_value());
-  EXPECT_EQ(m.inference.execution->kernels.count("kv_append_f32"), 1u);
-  EXPECT_EQ(m.inference.execution->kernels.count("kv_append_f16"), 0u);
+  EXPECT_EQ(m.inference.execution->kernels.count("kv_append_rope_f32"), 1u);
+  EXPECT_EQ(m.inference.execution->kernels.count("kv_append_rope_f16"), 0u);
   EXPECT_TRUE(kernels::check_execution_graph(m).ok());
   const RunResult bad = run_convert({hf_dir("tiny-llama").string(), (tmp / "bad").string(), "--kv-dtype", "q8_0",
                                      "--no-sync", "--quiet"});
