@@ -193,6 +193,7 @@ struct KvRopeCase {
   runtime::RopeMode mode;
   uint32_t head_dim, n_rot;
   bool table;  // llama3 frequency table (as the executor binds for scaled models), else computed frequencies
+  float freq_scale = 1.0f;  // computed frequencies: linear scaling
 };
 
 class KvAppendRopeTest : public VulkanTest, public ::testing::WithParamInterface<KvRopeCase> {};
@@ -236,7 +237,9 @@ TEST_P(KvAppendRopeTest, MatchesTwoStepPathAndReference) {
     inv_freq = f->inv_freq;
     mscale = f->mscale;
   } else {
-    for (uint32_t i = 0; i < c.n_rot / 2; ++i) inv_freq[i] = float(std::pow(double(theta_base), -2.0 * i / c.n_rot));
+    for (uint32_t i = 0; i < c.n_rot / 2; ++i) {
+      inv_freq[i] = float(c.freq_scale * std::pow(double(theta_base), -2.0 * i / c.n_rot));
+    }
   }
   Buffer kb = upload(k, "k");
   Buffer vb = upload(v, "v");
@@ -255,6 +258,7 @@ TEST_P(KvAppendRopeTest, MatchesTwoStepPathAndReference) {
   rope.n_rot = c.n_rot;
   rope.interleaved = c.mode == runtime::RopeMode::kInterleaved;
   rope.theta_base = theta_base;
+  rope.freq_scale = c.freq_scale;
   if (c.table) {
     rope.inv_freq = fb.range();
     rope.mscale = mscale;
@@ -271,6 +275,7 @@ TEST_P(KvAppendRopeTest, MatchesTwoStepPathAndReference) {
   r.n_rot = c.n_rot;
   r.mode = c.mode;
   r.theta_base = theta_base;
+  r.freq_scale = c.freq_scale;
   if (c.table) {
     r.inv_freq = fb.range();
     r.mscale = mscale;
@@ -339,6 +344,8 @@ const KvRopeCase kKvRopeCases[] = {
     {"partial_neox_f16", DType::kF16, runtime::RopeMode::kNeox, 80, 32, false},
     {"partial_interleaved_f32", DType::kF32, runtime::RopeMode::kInterleaved, 96, 64, false},
     {"llama3_table_f16", DType::kF16, runtime::RopeMode::kNeox, 64, 64, true},
+    {"llama3_table_interleaved_f32", DType::kF32, runtime::RopeMode::kInterleaved, 64, 64, true},
+    {"linear_scaling_f32", DType::kF32, runtime::RopeMode::kNeox, 64, 48, false, 0.25f},
 };
 INSTANTIATE_TEST_SUITE_P(Cases, KvAppendRopeTest, ::testing::ValuesIn(kKvRopeCases),
                          [](const ::testing::TestParamInfo<KvRopeCase>& i) { return std::string(i.param.name); });

@@ -27,7 +27,7 @@ struct KvLayer {
 // Bytes of one of K / V of one layer.
 uint64_t kv_layer_bytes(quant::DType dtype, uint32_t n_kv_heads, uint32_t head_dim, uint32_t capacity);
 
-// K rotated on its way into the cache (kernels kv_append_rope_*): record_rope's arithmetic (kernels/rope.glsl),
+// K rotated on its way into the cache (kernels kv_append_rope_*): record_rope's arithmetic (kernels/include/rope.glsl),
 // with the same fields.
 struct KvRope {
   BufferRange pos;             // int32[n_tokens]
