@@ -18,12 +18,12 @@
 // k, so the blocks of a range of inputs are contiguous memory. The inputs are cut into splits of k_chunk;
 // workgroup (item group ig, split s) streams the blocks of its split: invocation (tx, ty) owns item
 // ig * local_size_x + tx (32 outputs) and accumulates inputs k = ty, ty + local_size_y, ... of the split
-// (UNROLL inputs' vectors decoded while the next UNROLL inputs' vectors are in flight). The local_size_y partial sums of each output are then added: slices
-// that share a subgroup with shuffles (a butterfly: every lane ends with the same sum), then the subgroups'
-// sums in subgroup order through shared memory. Modes: 1 (one split) writes y; 0 writes partials[split_begin
-// + s][n] for gemv_reduce.comp (several binding ranges, or more item groups than tickets); 2 writes the
-// partials, then the last workgroup of each item group to finish adds the n_splits partials of its outputs in
-// split order and writes y: one dispatch, deterministic. "Last" is counted on a ticket per item group (one
+// (UNROLL inputs' vectors decoded while the next UNROLL inputs' vectors are in flight). The local_size_y
+// partial sums of each output are then added: slices that share a subgroup with shuffles (a butterfly: every
+// lane ends with the same sum), then the subgroups' sums in subgroup order through shared memory.
+// Modes: 1 (one split) writes y; 0 writes partials[split_begin + s][n] for gemv_reduce.comp (several binding
+// ranges, or more item groups than tickets); 2 writes the partials, then the last workgroup of each item group
+// to finish adds the n_splits partials of its outputs in split order and writes y: one dispatch, deterministic. "Last" is counted on a ticket per item group (one
 // atomicAdd per workgroup). Tickets are zero at rest: the last arrival stores zero again, and the runtime
 // zeroes them (gemv_reduce with no splits) before a scratch's first use in a command buffer. A workgroup that
 // finds the ticket at n_splits or more (not at rest: something else wrote the scratch) writes NaN to its

@@ -100,6 +100,7 @@ struct Executor::Impl {
   Status record_step(const Step& s, uint32_t m, uint32_t p0, uint32_t layer, const BufferRange& ids_range,
                      const BufferRange& pos_range, const SampleOptions* sample);
   Status record_matmul(const Step& s, const BufferRange& x, const BufferRange& y, uint32_t m);
+  KvRope rotation(const Step& s, bool table, const BufferRange& pos_range) const;
   Status submit_decode(const SampleOptions& sample, uint32_t position, uint32_t slot_in);
 };
 
@@ -212,50 +213,33 @@ Status Executor::Impl::record_step(const Step& s, uint32_t m, uint32_t p0, uint3
       return record_head_norm(*rec, {rows(s.out, 0, m), s.weight->range, rows(s.out, 0, m), m, s.n, d.head_dim, eps, offset},
                               s.label);
     case Kind::kRope: {
-      const RopeConfig& r = inf.rope;
+      const bool table = !s.local && s.kernel->name == "rope_freqs";
+      if (!s.local && !table && exec_detail::rope_needs_table(inf.rope)) {
+        return error(StatusCode::kUnsupported, "step " + s.where + " '" + s.label + "': kernel rope cannot apply " +
+                                                   std::string(rope_scaling_type_name(inf.rope.scaling_type)) +
+                                                   " scaling (needs rope_freqs)");
+      }
+      const KvRope rot = rotation(s, table, pos_range);
       RopeArgs a;
       a.x = rows(s.out, 0, m);
-      a.pos = pos_range;
+      a.pos = rot.pos;
       a.y = a.x;
       a.n_tokens = m;
       a.n_heads = s.n;
       a.head_dim = d.head_dim;
-      a.n_rot = n_rot;
-      a.mode = r.convention == RopeConvention::kInterleaved ? RopeMode::kInterleaved : RopeMode::kNeox;
-      if (s.local) {
-        a.theta_base = static_cast<float>(r.local_theta.value_or(r.theta));
-      } else if (s.kernel->name == "rope_freqs") {
-        a.inv_freq = inv_freq.range();
-        a.mscale = rope_mscale;
-      } else {
-        if (r.scaling_type == rdrr::RopeScalingType::kLlama3 || r.scaling_type == rdrr::RopeScalingType::kYarn) {
-          return error(StatusCode::kUnsupported, "step " + s.where + " '" + s.label + "': kernel rope cannot apply " +
-                                                     std::string(rope_scaling_type_name(r.scaling_type)) +
-                                                     " scaling (needs rope_freqs)");
-        }
-        a.theta_base = static_cast<float>(r.theta);
-        a.freq_scale = rope_freq_scale;
-      }
+      a.n_rot = rot.n_rot;
+      a.mode = rot.interleaved ? RopeMode::kInterleaved : RopeMode::kNeox;
+      a.theta_base = rot.theta_base;
+      a.freq_scale = rot.freq_scale;
+      a.inv_freq = rot.inv_freq;
+      a.mscale = rot.mscale;
       return record_rope(*rec, a, s.label);
     }
     case Kind::kKvAppend:
       return record_kv_append(*rec, {kv.layer(layer), rows(Buf::kK, 0, m), rows(Buf::kV, 0, m), m, p0, std::nullopt}, s.label);
     case Kind::kKvAppendRope: {
-      const RopeConfig& r = inf.rope;
-      KvRope rope;
-      rope.pos = pos_range;
-      rope.n_rot = n_rot;
-      rope.interleaved = r.convention == RopeConvention::kInterleaved;
-      if (s.local) {
-        rope.theta_base = static_cast<float>(r.local_theta.value_or(r.theta));
-      } else if (exec_detail::rope_needs_table(r)) {
-        rope.inv_freq = inv_freq.range();
-        rope.mscale = rope_mscale;
-      } else {
-        rope.theta_base = static_cast<float>(r.theta);
-        rope.freq_scale = rope_freq_scale;
-      }
-      return record_kv_append(*rec, {kv.layer(layer), rows(Buf::kK, 0, m), rows(Buf::kV, 0, m), m, p0, rope}, s.label);
+      const KvRope rot = rotation(s, !s.local && exec_detail::rope_needs_table(inf.rope), pos_range);
+      return record_kv_append(*rec, {kv.layer(layer), rows(Buf::kK, 0, m), rows(Buf::kV, 0, m), m, p0, rot}, s.label);
     }
     case Kind::kAttention: {
       const AttentionConfig& at = inf.attention;
@@ -299,6 +283,26 @@ Status Executor::Impl::record_step(const Step& s, uint32_t m, uint32_t p0, uint3
     }
   }
   return error(StatusCode::kInternal, "step " + s.where + ": unhandled kind");
+}
+
+// The rotation of a rope_* / kv_append_rope* step: ropeLocalTheta, unscaled, on sliding-layer (local) steps; else
+// the CPU frequency table with its mscale (`table`), or ropeTheta with linear scaling's freq_scale.
+KvRope Executor::Impl::rotation(const Step& s, bool table, const BufferRange& pos_range) const {
+  const RopeConfig& r = pack.manifest().inference.rope;
+  KvRope rot;
+  rot.pos = pos_range;
+  rot.n_rot = n_rot;
+  rot.interleaved = r.convention == RopeConvention::kInterleaved;
+  if (s.local) {
+    rot.theta_base = static_cast<float>(r.local_theta.value_or(r.theta));
+  } else if (table) {
+    rot.inv_freq = inv_freq.range();
+    rot.mscale = rope_mscale;
+  } else {
+    rot.theta_base = static_cast<float>(r.theta);
+    rot.freq_scale = rope_freq_scale;
+  }
+  return rot;
 }
 
 Status Executor::Impl::record_pass(const BufferRange& ids_range, const BufferRange& pos_range, uint32_t m, uint32_t p0,

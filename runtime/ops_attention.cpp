@@ -116,7 +116,7 @@ Result<bool> use_decode_kernel(const DeviceCaps& caps, const AttentionArgs& a, c
   return false;
 }
 
-// kv_append.comp ROPE: the checks record_rope makes, then one dispatch.
+// kv_append.comp ROPE: record_rope's checks (n_rot, check_rope_freqs, pos), then one dispatch.
 Status record_kv_append_rope(Recorder& rec, const KvAppendArgs& a, uint64_t src_bytes, const std::string& ctx,
                              std::string_view label) {
   const KvRope& r = *a.rope;
@@ -126,10 +126,8 @@ Status record_kv_append_rope(Recorder& rec, const KvAppendArgs& a, uint64_t src_
     return error(StatusCode::kInvalidArgument, rctx + ": n_rot must be even and <= head_dim " +
                                                    std::to_string(a.kv.head_dim));
   }
+  RDRR_RETURN_IF_ERROR(check_rope_freqs(r.inv_freq, r.theta_base, r.mscale, n_rot, rctx));
   const bool table = r.inv_freq.buffer != VK_NULL_HANDLE;
-  if (!table && !(r.theta_base > 0.0f)) return error(StatusCode::kInvalidArgument, rctx + ": theta_base must be > 0");
-  if (!std::isfinite(r.mscale)) return error(StatusCode::kInvalidArgument, rctx + ": mscale is not finite");
-  if (table) RDRR_RETURN_IF_ERROR(need_bytes(r.inv_freq, uint64_t{n_rot} / 2 * 4, "inv_freq", rctx));
   RDRR_RETURN_IF_ERROR(need_bytes(r.pos, uint64_t{a.n_tokens} * 4, "pos", rctx));
   RDRR_ASSIGN_OR_RETURN(const Pipeline* p, get_pipeline(rec, "kv_append_rope_" + kv_name(a.kv), {}, rctx));
   const uint64_t groups = ceil_div(src_bytes / 8, p->local_size()[0]);

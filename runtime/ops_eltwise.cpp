@@ -200,10 +200,8 @@ Status record_rope(Recorder& rec, const RopeArgs& a, std::string_view label) {
   if (a.head_dim % 2 != 0 || n_rot % 2 != 0 || n_rot > a.head_dim) {
     return error(StatusCode::kInvalidArgument, ctx + ": head_dim and n_rot must be even with n_rot <= head_dim");
   }
+  RDRR_RETURN_IF_ERROR(check_rope_freqs(a.inv_freq, a.theta_base, a.mscale, n_rot, ctx));
   const bool table = a.inv_freq.buffer != VK_NULL_HANDLE;
-  if (!table && !(a.theta_base > 0.0f)) return error(StatusCode::kInvalidArgument, ctx + ": theta_base must be > 0");
-  if (!std::isfinite(a.mscale)) return error(StatusCode::kInvalidArgument, ctx + ": mscale is not finite");
-  if (table) RDRR_RETURN_IF_ERROR(need_bytes(a.inv_freq, uint64_t{n_rot} / 2 * 4, "inv_freq", ctx));
   const uint64_t elems = uint64_t{a.n_tokens} * a.n_heads * a.head_dim;
   RDRR_RETURN_IF_ERROR(need_bytes(a.x, elems * 4, "x", ctx));
   RDRR_RETURN_IF_ERROR(need_bytes(a.pos, uint64_t{a.n_tokens} * 4, "pos", ctx));

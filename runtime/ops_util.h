@@ -1,6 +1,7 @@
 // Internal helpers shared by the op recorders (runtime/ops_*.cpp); not part of the public API.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -31,6 +32,16 @@ inline Status need_bytes(const BufferRange& r, uint64_t need, std::string_view f
 inline Status need_nonzero(uint64_t v, std::string_view field, const std::string& ctx) {
   if (v != 0) return Status::Ok();
   return error(StatusCode::kInvalidArgument, ctx + ": " + std::string(field) + " is 0");
+}
+
+// The frequency arguments of a rotary embedding (record_rope, record_kv_append with rope): theta_base > 0
+// unless a table of n_rot / 2 inverse frequencies is bound, mscale finite.
+inline Status check_rope_freqs(const BufferRange& inv_freq, float theta_base, float mscale, uint32_t n_rot,
+                               const std::string& ctx) {
+  const bool table = inv_freq.buffer != VK_NULL_HANDLE;
+  if (!table && !(theta_base > 0.0f)) return error(StatusCode::kInvalidArgument, ctx + ": theta_base must be > 0");
+  if (!std::isfinite(mscale)) return error(StatusCode::kInvalidArgument, ctx + ": mscale is not finite");
+  return table ? need_bytes(inv_freq, uint64_t{n_rot} / 2 * 4, "inv_freq", ctx) : Status::Ok();
 }
 
 // True when [a.offset, a.offset + a.size) and b's range share a byte of the same buffer.

@@ -30,7 +30,7 @@ void q4v_word(uint w, out vec4 lo, out vec4 hi) {
 // (q4v_nib: one LOP3, one FADD); bits 16-19 of w and 24-31 (at 15-22 of s) sit in the mantissa under
 // exponents 2^7, 2^8 and 2^4 (one LOP3, no FADD), so they carry offsets 128, 256 and 16 that callers take out
 // once per sum (dot(lo, x) - dot(Q4V_OFF_LO, x)). An offset of 256 on a 16-value sum costs about
-// 2^-24 * 256 * 16 / 30 ~ 1e-5 of the sum.
+// 2^-24 * 256 * 16 / 30 ~ 1e-5 of the sum; the column split's sums over up to 64 inputs per slice, 1-2e-5.
 const vec4 Q4V_OFF_LO = vec4(0.0, 0.0, 128.0, 256.0);
 const vec4 Q4V_OFF_HI = vec4(0.0, 0.0, 0.0, 16.0);
 void q4v_word_mixed(uint w, out vec4 lo, out vec4 hi) {
