@@ -39,15 +39,14 @@ struct ReducePush {
 static_assert(sizeof(SplitPush) == 64 && sizeof(ReducePush) == 16);
 
 constexpr uint32_t kMinAutoKChunk = 64;     // automatic split size floor (2 inputs per slice, 32 slices)
-// Automatic split size: the longest splits (up to 64 inputs per slice) that still give this many workgroups,
-// but no more than kPreferredSplits splits where longer ones allow it (each split adds a partial per output
-// to the merge). With the software-pipelined kernel a slice keeps its loads in flight while it decodes, so
-// about one workgroup per SM of an H100 is enough (H100, bench_kernels, GPU span per serialized call, 200
-// workgroups and 32 inputs per slice -> this: 4096x4096 12.8 -> 12.1 us, 8192x2048 12.7 -> 12.0, 28672x4096
-// 43.9 -> 41.2; 4096x14336, 14336x4096, 2048x8192 and 2048x2048 keep their split).
+// Automatic split: about one workgroup per SM of an H100 in all (the software-pipelined kernel keeps a slice's
+// loads in flight while it decodes), the inputs cut into that many equal splits (a whole number of inputs per
+// slice). Fewer workgroups leave SMs idle; more (two on some SMs) or unequal splits leave the call waiting on
+// its slowest SMs (H100, bench_kernels, GPU span per serialized / independent call: 4096x14336 1024 -> 1792
+// inputs per split 24.9 -> 24.0 / 16.0 -> 15.4 us; 28672x4096 2048 -> 4096 (one split) 40.7 -> 40.5 / 30.2 ->
+// 29.4 us; 14336x4096 1024 -> 2048 24.5 -> 25.6 / 16.1 -> 15.4 us; 4096x4096, 8192x2048, 2048x8192 and 2048x2048
+// keep their split).
 constexpr uint64_t kTargetSplitGroups = 128;
-constexpr uint64_t kPreferredSplits = 16;
-constexpr uint64_t kMaxAutoPerSlice = 64;
 constexpr uint64_t kMaxSplits = 4095;         // splits per call at most
 // The scratch starts with one ticket per item group (uint, zero at rest), then the partials. More item groups
 // than tickets: partials and gemv_reduce.
@@ -127,10 +126,11 @@ uint64_t choose_k_chunk(const GemvArgs& a, const std::vector<BindingRange>& rang
                         uint32_t slices) {
   uint64_t k_chunk = a.tuning.k_chunk;
   if (k_chunk == 0) {
-    uint64_t per_slice = kMaxAutoPerSlice;
-    while (per_slice > 2 && item_groups * ceil_div(a.k, per_slice * slices) < kTargetSplitGroups) per_slice /= 2;
-    while (per_slice < kMaxAutoPerSlice && ceil_div(a.k, per_slice * slices) > kPreferredSplits) per_slice *= 2;
-    k_chunk = per_slice * slices;
+    // kTargetSplitGroups / item_groups splits, rounded to the nearest (at least one, at most kMaxMergeSplits),
+    // then equal splits of a whole number of inputs per slice.
+    const uint64_t splits = std::clamp<uint64_t>((2 * kTargetSplitGroups + item_groups) / (2 * item_groups), 1,
+                                                 kMaxMergeSplits);
+    k_chunk = std::max<uint64_t>(ceil_div(ceil_div(a.k, splits), slices) * slices, kMinAutoKChunk);
   }
   // Room for the partials after the tickets.
   if (a.scratch.size <= kTicketBytes) return 0;
