@@ -28,6 +28,10 @@ namespace {
 constexpr uint32_t kDefaultMaxContext = 4096;
 constexpr uint32_t kDefaultBatch = 512;
 constexpr uint32_t kAttentionSplits = 64;  // decode split-K chunks at most (scratch size)
+// Split-K GEMV scratch lanes (Q4_K column_wise), taken in turn by the matmuls that use one: the q / k / v
+// projections of a layer read the same input and get different lanes, so they share a barrier level instead
+// of being ordered by their scratch writes.
+constexpr uint32_t kGemvScratchLanes = 3;
 // Sampled tokens: a ring of host-visible slots (one binding-aligned int32 each). A decode step embeds the
 // token in one slot and samples into the next; the host reads a slot after its step's fence. Two steps in
 // flight use three slots; four leave one spare.
@@ -71,6 +75,8 @@ struct Executor::Impl {
   uint64_t pos_stride = 0;
   uint64_t token_stride = 0;
   uint32_t slot = 0;       // ring slot of the last sampled token (the next decode step's input)
+  uint64_t gemv_lane_bytes = 0;  // one split-K scratch lane (binding-aligned)
+  uint32_t gemv_lane = 0;        // the lane of the next matmul that uses one
   BufferRange sample_out;  // where the sample step writes (a ring slot)
 
   BufferRange token_slot(uint32_t s) const { return tokens.range().sub(uint64_t{s % kTokenSlots} * token_stride, 4); }
@@ -120,7 +126,9 @@ Status Executor::Impl::allocate() {
   for (uint32_t p = 0; p < ctx; ++p) table[uint64_t{p} * pos_stride / 4] = static_cast<int32_t>(p);
   RDRR_ASSIGN_OR_RETURN(pos_table, dev.allocate(table.size() * 4, "position table"));
   RDRR_RETURN_IF_ERROR(dev.upload(pos_table.range(), std::as_bytes(std::span(table))));
-  RDRR_ASSIGN_OR_RETURN(gemv_scratch, dev.allocate(std::max<uint64_t>(plan.gemv_scratch_bytes, 256), "gemv scratch"));
+  const uint64_t align = std::max<uint64_t>(dev.binding_alignment(), 256);
+  gemv_lane_bytes = (std::max<uint64_t>(plan.gemv_scratch_bytes, 256) + align - 1) / align * align;
+  RDRR_ASSIGN_OR_RETURN(gemv_scratch, dev.allocate(gemv_lane_bytes * kGemvScratchLanes, "gemv scratch"));
   RDRR_ASSIGN_OR_RETURN(attn_scratch,
                         dev.allocate(attention_scratch_bytes(1, d.heads, d.head_dim, kAttentionSplits), "attn scratch"));
   RDRR_ASSIGN_OR_RETURN(sample_scratch, dev.allocate(sample_scratch_bytes(d.vocab), "sample scratch"));
@@ -154,6 +162,7 @@ Status Executor::Impl::record_matmul(const Step& s, const BufferRange& x, const 
     return record_gemm(*rec, g, s.label);
   }
   // A GEMV kernel over m rows: one dispatch per row.
+  const bool uses_scratch = gemv_scratch_bytes(w.dtype, layout, s.n, s.k) != 0;
   for (uint32_t r = 0; r < m; ++r) {
     GemvArgs g;
     g.w = s.weight->range;
@@ -163,7 +172,8 @@ Status Executor::Impl::record_matmul(const Step& s, const BufferRange& x, const 
     g.k = s.k;
     g.x = x.sub(uint64_t{r} * s.k * 4, uint64_t{s.k} * 4);
     g.y = y.sub(uint64_t{r} * s.n * 4, uint64_t{s.n} * 4);
-    g.scratch = gemv_scratch.range();
+    g.scratch = gemv_scratch.range().sub(uint64_t{gemv_lane} * gemv_lane_bytes, gemv_lane_bytes);
+    if (uses_scratch) gemv_lane = (gemv_lane + 1) % kGemvScratchLanes;
     g.kernel = s.kernel->name;
     RDRR_RETURN_IF_ERROR(record_gemv(*rec, g, s.label));
   }
@@ -307,6 +317,12 @@ KvRope Executor::Impl::rotation(const Step& s, bool table, const BufferRange& po
 
 Status Executor::Impl::record_pass(const BufferRange& ids_range, const BufferRange& pos_range, uint32_t m, uint32_t p0,
                                    bool decode, uint32_t post_rows, const SampleOptions* sample) {
+  // Every lane's tickets zeroed up front, beside the first steps: a lane's first matmul then needs no
+  // barrier of its own.
+  gemv_lane = 0;
+  for (uint32_t l = 0; plan.gemv_scratch_bytes != 0 && l < kGemvScratchLanes; ++l) {
+    RDRR_RETURN_IF_ERROR(record_gemv_scratch_init(*rec, gemv_scratch.range().sub(l * gemv_lane_bytes, gemv_lane_bytes)));
+  }
   for (const Step& s : plan.pre) RDRR_RETURN_IF_ERROR(record_step(s, m, p0, 0, ids_range, pos_range, sample));
   const auto& layers = decode ? plan.decode : plan.prefill;
   for (uint32_t l = 0; l < layers.size(); ++l) {
@@ -413,6 +429,7 @@ Result<PrefillResult> Executor::prefill(std::span<const uint32_t> tokens, Logits
     }
     RDRR_ASSIGN_OR_RETURN(SubmitResult sub, im.rec->submit_and_wait());
     timings_.insert(timings_.end(), sub.timings.begin(), sub.timings.end());
+    last_counts_ = {sub.dispatches, sub.barriers};
     position_ += m;
     const bool want = logits == LogitsMode::kAll || (logits == LogitsMode::kLast && last);
     if (want) {
@@ -484,6 +501,7 @@ Result<uint32_t> Executor::decode(const SampleOptions& sample) {
     return sub.status().context("decode");
   }
   timings_.insert(timings_.end(), sub->timings.begin(), sub->timings.end());
+  last_counts_ = {sub->dispatches, sub->barriers};
   ++position_;
   im.slot = (im.slot + 1) % kTokenSlots;
   return im.read_slot(im.slot);

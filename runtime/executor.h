@@ -71,6 +71,12 @@ struct OpTiming {
   uint32_t dispatches = 0;
 };
 
+// What the last submit (a prefill chunk or a decode step) recorded.
+struct SubmitCounts {
+  uint32_t dispatches = 0;
+  uint32_t barriers = 0;
+};
+
 class Executor {
  public:
   // Checks the graph (see the file comment), sizes the KV cache (kvDtype precision of the graph, F16 or
@@ -107,6 +113,7 @@ class Executor {
   std::vector<OpTiming> op_timings() const;
   const std::vector<DispatchTiming>& raw_timings() const { return timings_; }
   void clear_timings() { timings_.clear(); }
+  SubmitCounts last_submit_counts() const { return last_counts_; }
 
   struct Impl;  // the compiled plan and device buffers (executor.cpp)
 
@@ -118,6 +125,7 @@ class Executor {
   bool has_token_ = false;  // a sampled token is on the GPU (decode may run)
   std::optional<SampleOptions> ahead_;  // decode step position_ submitted ahead with these options
   std::vector<DispatchTiming> timings_;
+  SubmitCounts last_counts_;
 };
 
 }  // namespace rdrr::runtime

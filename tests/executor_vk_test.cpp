@@ -331,6 +331,32 @@ TEST_F(ExecutorFailClosedTest, GenerateIsDeterministicAndSamplingIsSeeded) {
   EXPECT_EQ(e.status().code(), StatusCode::kInvalidArgument);
 }
 
+// A column_wise decode step needs no more barriers than the row_wise one: q, k and v (and the other
+// matmuls) take turns on the split-K scratch lanes (runtime/executor.cpp), so the lanes' writes do not order
+// matmuls that read the same input; every lane's tickets are zeroed beside the first steps.
+TEST_F(ExecutorFailClosedTest, ColumnDecodeHasTheRowWiseBarrierCount) {
+  runtime::SubmitCounts counts[2];
+  const quant::Layout layouts[2] = {quant::Layout::kRowWise, quant::Layout::kColumnWise};
+  for (int i = 0; i < 2; ++i) {
+    const Variant v{"tiny-qwen2", convert::Preset::kQ4_K_M, layouts[i], quant::DType::kF16,
+                    i == 0 ? "qwen2_q4km_row" : "qwen2_q4km_col"};
+    auto dir = pack_for(v);
+    ASSERT_TRUE(dir.ok()) << dir.status().to_string();
+    auto pack = Pack::load(dev(), *dir);
+    ASSERT_TRUE(pack.ok()) << pack.status().to_string();
+    runtime::ExecutorOptions eo;
+    eo.context_length = 64;
+    auto exec = Executor::create(dev(), **pack, eo);
+    ASSERT_TRUE(exec.ok()) << exec.status().to_string();
+    const std::vector<uint32_t> prompt = golden_prompts(v.model, (*exec)->vocab_size()).front().ids;
+    ASSERT_TRUE((*exec)->generate(prompt, 3).ok());
+    counts[i] = (*exec)->last_submit_counts();  // the last decode step
+    EXPECT_GT(counts[i].dispatches, 0u) << v.name;
+  }
+  EXPECT_GT(counts[1].dispatches, counts[0].dispatches) << "column_wise zeroes its lanes' tickets";
+  EXPECT_EQ(counts[1].barriers, counts[0].barriers);
+}
+
 // decode() submits the next step before waiting for its own (run ahead on the GPU's sampled token). A call
 // with other options drops that step and runs it again: greedy tokens with a seed that changes every call
 // (greedy ignores it, the run-ahead check does not) match the uninterrupted run, up to the context end; a
