@@ -79,6 +79,9 @@ struct Executor::Impl {
   uint32_t gemv_lane = 0;        // the lane of the next matmul that uses one
   BufferRange sample_out;  // where the sample step writes (a ring slot)
 
+  BufferRange gemv_lane_range(uint32_t l) const {
+    return gemv_scratch.range().sub(uint64_t{l} * gemv_lane_bytes, gemv_lane_bytes);
+  }
   BufferRange token_slot(uint32_t s) const { return tokens.range().sub(uint64_t{s % kTokenSlots} * token_stride, 4); }
   uint32_t read_slot(uint32_t s) const {
     uint32_t t = 0;
@@ -172,7 +175,7 @@ Status Executor::Impl::record_matmul(const Step& s, const BufferRange& x, const 
     g.k = s.k;
     g.x = x.sub(uint64_t{r} * s.k * 4, uint64_t{s.k} * 4);
     g.y = y.sub(uint64_t{r} * s.n * 4, uint64_t{s.n} * 4);
-    g.scratch = gemv_scratch.range().sub(uint64_t{gemv_lane} * gemv_lane_bytes, gemv_lane_bytes);
+    g.scratch = gemv_lane_range(gemv_lane);
     if (uses_scratch) gemv_lane = (gemv_lane + 1) % kGemvScratchLanes;
     g.kernel = s.kernel->name;
     RDRR_RETURN_IF_ERROR(record_gemv(*rec, g, s.label));
@@ -321,7 +324,7 @@ Status Executor::Impl::record_pass(const BufferRange& ids_range, const BufferRan
   // barrier of its own.
   gemv_lane = 0;
   for (uint32_t l = 0; plan.gemv_scratch_bytes != 0 && l < kGemvScratchLanes; ++l) {
-    RDRR_RETURN_IF_ERROR(record_gemv_scratch_init(*rec, gemv_scratch.range().sub(l * gemv_lane_bytes, gemv_lane_bytes)));
+    RDRR_RETURN_IF_ERROR(record_gemv_scratch_init(*rec, gemv_lane_range(l)));
   }
   for (const Step& s : plan.pre) RDRR_RETURN_IF_ERROR(record_step(s, m, p0, 0, ids_range, pos_range, sample));
   const auto& layers = decode ? plan.decode : plan.prefill;
