@@ -151,7 +151,7 @@ Status Executor::Impl::allocate() {
 Status Executor::Impl::record_matmul(const Step& s, const BufferRange& x, const BufferRange& y, uint32_t m) {
   const TensorEntry& w = *s.weight->entry;
   const Layout layout = w.layout.value_or(Layout::kRowWise);
-  if (s.kernel->op == kernels::Op::kGemm) {
+  if (s.kernel->op == kernels::Op::kGemm && (s.row_kernel == nullptr || m > opts.gemv_prefill_rows)) {
     GemmArgs g;
     g.w = s.weight->range;
     g.dtype = w.dtype;
@@ -164,7 +164,9 @@ Status Executor::Impl::record_matmul(const Step& s, const BufferRange& x, const 
     g.kernel = s.kernel->name;
     return record_gemm(*rec, g, s.label);
   }
-  // A GEMV kernel over m rows: one dispatch per row.
+  // A GEMV kernel over m rows: one dispatch per row (a GEMV step, or a short prefill's GEMM step run with the
+  // decode phase's GEMV kernel for the same weight). The rows are independent: no barrier between them.
+  const kernels::KernelInfo& kernel = s.kernel->op == kernels::Op::kGemm ? *s.row_kernel : *s.kernel;
   const bool uses_scratch = gemv_scratch_bytes(w.dtype, layout, s.n, s.k) != 0;
   for (uint32_t r = 0; r < m; ++r) {
     GemvArgs g;
@@ -177,7 +179,7 @@ Status Executor::Impl::record_matmul(const Step& s, const BufferRange& x, const 
     g.y = y.sub(uint64_t{r} * s.n * 4, uint64_t{s.n} * 4);
     g.scratch = gemv_lane_range(gemv_lane);
     if (uses_scratch) gemv_lane = (gemv_lane + 1) % kGemvScratchLanes;
-    g.kernel = s.kernel->name;
+    g.kernel = kernel.name;
     RDRR_RETURN_IF_ERROR(record_gemv(*rec, g, s.label));
   }
   return Status::Ok();

@@ -38,10 +38,17 @@ namespace rdrr::runtime {
 class Device;
 class Pack;
 
+// ExecutorOptions::gemv_prefill_rows default (H100, 8B shape: see runtime/README.md).
+inline constexpr uint32_t kDefaultGemvPrefillRows = 8;
+
 struct ExecutorOptions {
   uint32_t context_length = 0;    // KV cache positions; 0 = min(architecture.maxSeqLen, 4096)
   uint32_t max_batch_tokens = 0;  // rows per prefill submit (activation buffers); 0 = min(context, 512)
   bool profile = false;           // GPU timestamps per dispatch (last_timings())
+  // Prefill passes of at most this many rows run each GEMM matmul as one GEMV dispatch per row, with the
+  // kernel the decode phase pins for the same weight: a GEMM of a few rows streams its weight once but
+  // walks K tile by tile in few workgroups, far from the memory bandwidth. 0 = always the pinned GEMM.
+  uint32_t gemv_prefill_rows = kDefaultGemvPrefillRows;
 };
 
 // Token choice on the GPU (runtime/ops_sample.h). temperature <= 0: greedy argmax (first max wins).

@@ -240,6 +240,22 @@ Result<DType> graph_kv_dtype(const ExecutionGraph& g) {
   return *kv;
 }
 
+// Each prefill GEMM matmul gets the GEMV kernel that the decode phase of its layer pins for the same weight
+// (pinned and digest-checked there, so running it for prefill rows adds no kernel to the pack's set).
+void link_row_kernels(Plan& plan) {
+  for (size_t l = 0; l < plan.prefill.size() && l < plan.decode.size(); ++l) {
+    for (Step& p : plan.prefill[l]) {
+      if (p.kind != Kind::kMatmul || p.kernel->op != kernels::Op::kGemm || p.weight == nullptr) continue;
+      for (const Step& d : plan.decode[l]) {
+        if (d.kind == Kind::kMatmul && d.weight == p.weight && d.kernel->op == kernels::Op::kGemv) {
+          p.row_kernel = d.kernel;
+          break;
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 
 uint32_t Dims::width(Buf b) const {
@@ -290,6 +306,7 @@ Result<Plan> compile_plan(const Pack& pack) {
   RDRR_RETURN_IF_ERROR(c.layered("prefill", g.prefill, plan.prefill, false));
   RDRR_RETURN_IF_ERROR(c.layered("decode", g.decode, plan.decode, true));
   RDRR_RETURN_IF_ERROR(c.flat("postLayer", g.post_layer, plan.post));
+  link_row_kernels(plan);
   if (plan.pre.size() != 1 || plan.pre[0].kind != Kind::kEmbed) {
     return error(StatusCode::kValidation, "inference.execution.preLayer: must be exactly one embed step");
   }

@@ -48,6 +48,9 @@ struct Step {
   uint32_t n = 0;         // matmul outputs / bias length; heads for head norm / rope
   uint32_t k = 0;         // matmul inputs
   bool local = false;     // rope: local theta, unscaled; attention: sliding window
+  // Prefill GEMM matmuls: the GEMV kernel the decode phase pins for the same weight in the same layer, which
+  // the executor runs once per row for short prompts (ExecutorOptions::gemv_prefill_rows); nullptr if none.
+  const kernels::KernelInfo* row_kernel = nullptr;
 };
 
 struct Dims {

@@ -357,6 +357,55 @@ TEST_F(ExecutorFailClosedTest, ColumnDecodeHasTheRowWiseBarrierCount) {
   EXPECT_EQ(counts[1].barriers, counts[0].barriers);
 }
 
+// Short prompts run each prefill GEMM matmul as one GEMV dispatch per row, with the kernel the decode phase
+// pins for the same weight (ExecutorOptions::gemv_prefill_rows): the same logits as the pinned GEMM within
+// f32 rounding, more dispatches for the matmuls; a prompt of more rows runs the GEMM.
+TEST_F(ExecutorFailClosedTest, ShortPrefillRunsTheDecodeGemvPerRow) {
+  for (const quant::Layout layout : {quant::Layout::kRowWise, quant::Layout::kColumnWise}) {
+    const Variant v{"tiny-qwen2", convert::Preset::kQ4_K_M, layout, quant::DType::kF16,
+                    layout == quant::Layout::kRowWise ? "qwen2_q4km_row" : "qwen2_q4km_col"};
+    auto dir = pack_for(v);
+    ASSERT_TRUE(dir.ok()) << dir.status().to_string();
+    auto pack = Pack::load(dev(), *dir);
+    ASSERT_TRUE(pack.ok()) << pack.status().to_string();
+    const uint32_t rows = runtime::kDefaultGemvPrefillRows;
+    ASSERT_GE(rows, 2u);
+    std::vector<uint32_t> prompt = golden_prompts(v.model, 0).front().ids;  // ids only
+    ASSERT_GT(prompt.size(), rows) << v.name;
+    struct Run {
+      std::vector<float> logits;
+      uint32_t next = 0;
+      runtime::SubmitCounts counts;
+    };
+    auto run = [&](uint32_t gemv_rows, size_t n_tokens) -> Run {
+      runtime::ExecutorOptions eo;
+      eo.context_length = 64;
+      eo.gemv_prefill_rows = gemv_rows;
+      auto exec = Executor::create(dev(), **pack, eo);
+      EXPECT_TRUE(exec.ok()) << exec.status().to_string();
+      if (!exec.ok()) return {};
+      auto pre = (*exec)->prefill(std::span(prompt).first(n_tokens), LogitsMode::kAll);
+      EXPECT_TRUE(pre.ok()) << pre.status().to_string();
+      if (!pre.ok()) return {};
+      return {pre->logits, pre->next_token, (*exec)->last_submit_counts()};
+    };
+    const Run gemm = run(0, rows), gemv = run(rows, rows);
+    ASSERT_EQ(gemm.logits.size(), gemv.logits.size()) << v.name;
+    double err = 0, ref = 0;
+    for (size_t i = 0; i < gemm.logits.size(); ++i) {
+      err += (double(gemv.logits[i]) - gemm.logits[i]) * (double(gemv.logits[i]) - gemm.logits[i]);
+      ref += double(gemm.logits[i]) * gemm.logits[i];
+    }
+    EXPECT_LT(err / ref, 1e-8) << v.name;
+    EXPECT_EQ(gemv.next, gemm.next) << v.name;
+    EXPECT_GT(gemv.counts.dispatches, gemm.counts.dispatches) << v.name << ": one GEMV dispatch per row";
+    // One row more than the limit: the GEMM, as with the option off.
+    const Run longer = run(rows, rows + 1), longer_gemm = run(0, rows + 1);
+    EXPECT_EQ(longer.counts.dispatches, longer_gemm.counts.dispatches) << v.name;
+    EXPECT_EQ(longer.logits, longer_gemm.logits) << v.name;
+  }
+}
+
 // decode() submits the next step before waiting for its own (run ahead on the GPU's sampled token). A call
 // with other options drops that step and runs it again: greedy tokens with a seed that changes every call
 // (greedy ignores it, the run-ahead check does not) match the uninterrupted run, up to the context end; a
