@@ -165,7 +165,8 @@ Status Executor::Impl::record_matmul(const Step& s, const BufferRange& x, const 
     return record_gemm(*rec, g, s.label);
   }
   // A GEMV kernel over m rows: one dispatch per row (a GEMV step, or a short prefill's GEMM step run with the
-  // decode phase's GEMV kernel for the same weight). The rows are independent: no barrier between them.
+  // decode phase's GEMV kernel for the same weight). The rows are independent: barriers between them only where
+  // a split-K scratch lane comes round again.
   const kernels::KernelInfo& kernel = s.kernel->op == kernels::Op::kGemm ? *s.row_kernel : *s.kernel;
   const bool uses_scratch = gemv_scratch_bytes(w.dtype, layout, s.n, s.k) != 0;
   for (uint32_t r = 0; r < m; ++r) {
