@@ -151,7 +151,12 @@ Status Executor::Impl::allocate() {
 Status Executor::Impl::record_matmul(const Step& s, const BufferRange& x, const BufferRange& y, uint32_t m) {
   const TensorEntry& w = *s.weight->entry;
   const Layout layout = w.layout.value_or(Layout::kRowWise);
-  if (s.kernel->op == kernels::Op::kGemm && (s.row_kernel == nullptr || m > opts.gemv_prefill_rows)) {
+  // The GEMV kernel for these rows: the step's own, or for a short prefill's GEMM step the decode phase's
+  // GEMV kernel for the same weight (Step::row_kernel); none: the pinned GEMM.
+  const kernels::KernelInfo* gemv = s.kernel->op == kernels::Op::kGemv ? s.kernel
+                                    : m <= opts.gemv_prefill_rows     ? s.row_kernel
+                                                                      : nullptr;
+  if (gemv == nullptr) {
     GemmArgs g;
     g.w = s.weight->range;
     g.dtype = w.dtype;
@@ -164,10 +169,8 @@ Status Executor::Impl::record_matmul(const Step& s, const BufferRange& x, const 
     g.kernel = s.kernel->name;
     return record_gemm(*rec, g, s.label);
   }
-  // A GEMV kernel over m rows: one dispatch per row (a GEMV step, or a short prefill's GEMM step run with the
-  // decode phase's GEMV kernel for the same weight). The rows are independent: barriers between them only where
-  // a split-K scratch lane comes round again.
-  const kernels::KernelInfo& kernel = s.kernel->op == kernels::Op::kGemm ? *s.row_kernel : *s.kernel;
+  // One GEMV dispatch per row. The rows are independent: barriers between them only where a split-K scratch
+  // lane comes round again.
   const bool uses_scratch = gemv_scratch_bytes(w.dtype, layout, s.n, s.k) != 0;
   for (uint32_t r = 0; r < m; ++r) {
     GemvArgs g;
@@ -180,7 +183,7 @@ Status Executor::Impl::record_matmul(const Step& s, const BufferRange& x, const 
     g.y = y.sub(uint64_t{r} * s.n * 4, uint64_t{s.n} * 4);
     g.scratch = gemv_lane_range(gemv_lane);
     if (uses_scratch) gemv_lane = (gemv_lane + 1) % kGemvScratchLanes;
-    g.kernel = kernel.name;
+    g.kernel = gemv->name;
     RDRR_RETURN_IF_ERROR(record_gemv(*rec, g, s.label));
   }
   return Status::Ok();

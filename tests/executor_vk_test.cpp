@@ -331,6 +331,12 @@ TEST_F(ExecutorFailClosedTest, GenerateIsDeterministicAndSamplingIsSeeded) {
   EXPECT_EQ(e.status().code(), StatusCode::kInvalidArgument);
 }
 
+// tiny-qwen2 q4_k_m with an F16 KV cache in a row layout or column_wise.
+Variant qwen2_q4km(quant::Layout layout) {
+  return {"tiny-qwen2", convert::Preset::kQ4_K_M, layout, quant::DType::kF16,
+          layout == quant::Layout::kColumnWise ? "qwen2_q4km_col" : "qwen2_q4km_row"};
+}
+
 // A column_wise decode step needs no more barriers than the row_wise one: q, k and v (and the other
 // matmuls) take turns on the split-K scratch lanes (runtime/executor.cpp), so the lanes' writes do not order
 // matmuls that read the same input; every lane's tickets are zeroed beside the first steps.
@@ -338,8 +344,7 @@ TEST_F(ExecutorFailClosedTest, ColumnDecodeHasTheRowWiseBarrierCount) {
   runtime::SubmitCounts counts[2];
   const quant::Layout layouts[2] = {quant::Layout::kRowWise, quant::Layout::kColumnWise};
   for (int i = 0; i < 2; ++i) {
-    const Variant v{"tiny-qwen2", convert::Preset::kQ4_K_M, layouts[i], quant::DType::kF16,
-                    i == 0 ? "qwen2_q4km_row" : "qwen2_q4km_col"};
+    const Variant v = qwen2_q4km(layouts[i]);
     auto dir = pack_for(v);
     ASSERT_TRUE(dir.ok()) << dir.status().to_string();
     auto pack = Pack::load(dev(), *dir);
@@ -362,8 +367,7 @@ TEST_F(ExecutorFailClosedTest, ColumnDecodeHasTheRowWiseBarrierCount) {
 // f32 rounding, more dispatches for the matmuls; a prompt of more rows runs the GEMM.
 TEST_F(ExecutorFailClosedTest, ShortPrefillRunsTheDecodeGemvPerRow) {
   for (const quant::Layout layout : {quant::Layout::kRowWise, quant::Layout::kColumnWise}) {
-    const Variant v{"tiny-qwen2", convert::Preset::kQ4_K_M, layout, quant::DType::kF16,
-                    layout == quant::Layout::kRowWise ? "qwen2_q4km_row" : "qwen2_q4km_col"};
+    const Variant v = qwen2_q4km(layout);
     auto dir = pack_for(v);
     ASSERT_TRUE(dir.ok()) << dir.status().to_string();
     auto pack = Pack::load(dev(), *dir);
