@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "bench/bench_vk.h"
+#include "kernels/registry.h"
 #include "quant/f16.h"
 #include "runtime/device.h"
 #include "runtime/ops.h"
@@ -113,6 +114,7 @@ struct GemmCase {
   Layout layout;
   GemmTuning tuning;
   std::string variant;
+  bool coopmat = false;  // the *_cm kernel (cooperative matrices, f16 products); rows skipped where absent
 };
 
 struct GemvCase {
@@ -240,7 +242,10 @@ struct Bench {
   // Prefill matmul: M tokens through an N x K weight (rotated through the pool like gemv), serialized calls.
   // row.bytes is the weight's size; TFLOP/s = 2 M N K / us.
   void gemm(const Shape& s, uint32_t m, const GemmCase& c) {
+    if (c.coopmat && !dev.caps().coopmat_f16_16x16) return;
     const std::string variant = "M" + std::to_string(m) + (c.variant.empty() ? "" : " " + c.variant);
+    const kernels::KernelInfo* base = kernels::find_kernel(kernels::Op::kGemm, c.dtype, c.layout);
+    const std::string cm_kernel = base != nullptr ? std::string(base->name) + "_cm" : "";
     std::optional<WeightRow> wr = weight_row("gemm", c.dtype, c.layout, s, variant);
     if (!wr) return;
     Row& row = wr->row;
@@ -264,6 +269,8 @@ struct Bench {
       a.x = xb->range();
       a.y = yb->range();
       a.tuning = c.tuning;
+      a.cooperative_matrix = false;
+      if (c.coopmat) a.kernel = cm_kernel;
       return runtime::record_gemm(r, a);
     });
     if (!us.ok()) return table.fail(row, us.status().to_string());
@@ -401,13 +408,24 @@ std::string num_label(const char* a, uint32_t va) {
   return buf;
 }
 
-// Prefill matmuls: the registry tile and, with --tune, other tiles {local_size_x, local_size_y, RM, RN, TK}
-// (TM = local_size_y * RM tokens, TN = local_size_x * RN outputs per workgroup).
+// Prefill matmuls: the registry tile (f32 products, and the cooperative-matrix kernels where the device has
+// them) and, with --tune, other tiles {local_size_x, local_size_y, RM, RN, TK, dbuf} (TM = local_size_y * RM
+// tokens, TN = local_size_x * RN outputs per workgroup).
 std::vector<GemmCase> gemm_cases(bool tune) {
   std::vector<GemmCase> c = {{DType::kQ4_K, Layout::kRowWise, {}, ""},
                              {DType::kQ4_K, Layout::kColumnWise, {}, ""},
-                             {DType::kQ6_K, Layout::kRowWise, {}, ""}};
+                             {DType::kQ6_K, Layout::kRowWise, {}, ""},
+                             {DType::kQ4_K, Layout::kRowWise, {}, "cm", true},
+                             {DType::kQ4_K, Layout::kColumnWise, {}, "cm", true},
+                             {DType::kQ6_K, Layout::kRowWise, {}, "cm", true},
+                             {DType::kQ8_0, Layout::kRowWise, {}, "cm", true},
+                             {DType::kF16, Layout::kRowWise, {}, "cm", true}};
   if (!tune) return c;
+  // Cooperative-matrix kernels: double buffering on (dbuf 2) / off (1), wider K tiles.
+  c.push_back({DType::kQ4_K, Layout::kRowWise, {0, 0, 0, 0, 0, 2}, "cm dbuf2", true});
+  c.push_back({DType::kQ4_K, Layout::kColumnWise, {0, 0, 0, 0, 0, 2}, "cm dbuf2", true});
+  c.push_back({DType::kF16, Layout::kRowWise, {0, 0, 0, 0, 0, 1}, "cm dbuf1", true});
+  c.push_back({DType::kQ4_K, Layout::kRowWise, {0, 0, 0, 0, 64, 0}, "cm tk64", true});
   const GemmTuning tiles[] = {{16, 8, 4, 4, 32}, {16, 8, 8, 4, 32}, {32, 4, 8, 2, 32}, {16, 16, 4, 8, 32},
                               {32, 8, 4, 4, 32}, {16, 16, 8, 8, 32}};
   for (const GemmTuning& t : tiles) {
@@ -520,7 +538,9 @@ int run(const Options& opt) {
       opt.quick ? std::vector<Shape>{{256, 512}} : std::vector<Shape>{{4096, 4096}, {14336, 4096}};
   for (const GemmCase& c : gemm_cases(opt.tune)) {
     for (const Shape& s : gemm_shapes) {
-      for (uint32_t m : opt.quick ? std::vector<uint32_t>{1, 16} : std::vector<uint32_t>{1, 16, 256}) b.gemm(s, m, c);
+      for (uint32_t m : opt.quick ? std::vector<uint32_t>{1, 16} : std::vector<uint32_t>{1, 16, 256, 512}) {
+        b.gemm(s, m, c);
+      }
     }
   }
   const std::vector<uint32_t> lens =

@@ -16,10 +16,10 @@
 //
 // W tiles: the generic path decodes value by value (q4k_decode, q6k_decode, ...: several loads and a scale
 // decode per value). With push fast_tiles = 1 (and a tile that VEC_TILE accepts), load_w_vec reads whole
-// 16-value runs: Q4_K rows of whole blocks (TK = 32: one sub-block per row and step; two 16-byte loads per
-// half-row), Q6_K rows of whole blocks (TK = 32: one quarter; two 16-byte word segments, word_loads.glsl),
-// Q4_K column_wise (16 outputs of one input: two 16-byte loads). Both paths round exactly like the CPU
-// reference.
+// 16-value runs: Q4_K rows of whole blocks (TK a multiple of 32 dividing 256; two 16-byte loads per half
+// sub-block), Q6_K rows of whole blocks (same TK; two 16-byte word segments per half quarter,
+// word_loads.glsl), Q4_K column_wise (16 outputs of one input: two 16-byte loads). Both paths round exactly
+// like the CPU reference.
 //
 // Row path (flat / row_wise; F32 and F16 plain row-major): output n covers the virtual elements
 // [n * row_stride, n * row_stride + K) of the block stream (row_stride = K for flat, ceil(K/B)*B for
@@ -31,14 +31,37 @@
 //   Push constants: see Push below (64 bytes).
 //   Spec: 0 local_size_x (16), 1 local_size_y (8), 2 RM (2), 3 RN (4), 4 TK (32).
 //   Grid: ceil(M / TM) * ceil(n_rows / TN) workgroups (column path: n_rows = N), folded into x and y.
+//
+// COOPMAT (the *_cm kernels; not with W_F32): the same tiles staged as f16 (x clamped to +-65504) and the
+// products on cooperative matrices (GL_NV_cooperative_matrix, 16x16x16 f16 x f16 -> f32, sums in f32). The
+// tile is fixed but for TK (a multiple of 16): 4 subgroups of 32 (local size 32 x 4), TM 64 (RM 16), TN 128
+// (RN 4); subgroup s owns
+// rows 32 (s / 2) .. + 31 and outputs 64 (s % 2) .. + 63 (2 x 4 accumulators). Shared rows are TK + 8 halves
+// (16-byte aligned, as the matrix loads need). Results go through a per-subgroup 16x16 f32 stage to Y.
 #extension GL_EXT_shader_16bit_storage : require
 #extension GL_EXT_control_flow_attributes : require
+#if defined(COOPMAT)
+#extension GL_NV_cooperative_matrix : require
+#extension GL_KHR_memory_scope_semantics : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#if defined(W_F32)
+#error "gemm.comp: COOPMAT does not take W_F32 (f32 weights keep f32 products)"
+#endif
+#endif
 #include "common.glsl"
 
 layout(local_size_x = 16, local_size_y = 8, local_size_x_id = 0, local_size_y_id = 1) in;
 layout(constant_id = 2) const uint RM = 2;
 layout(constant_id = 3) const uint RN = 4;
 layout(constant_id = 4) const uint TK = 32;
+#if defined(COOPMAT)
+// 1: register double buffering as the f32 path; 0: each K tile loaded right before it is staged (fewer live
+// registers, more workgroups per SM).
+layout(constant_id = 5) const bool DBUF = false;
+#else
+const bool DBUF = true;
+#endif
 
 #if defined(W_F32)
 layout(binding = 0) readonly buffer Wf { float wf[]; };
@@ -87,10 +110,20 @@ const uint LY = gl_WorkGroupSize.y;
 const uint TM = LY * RM;
 const uint TN = LX * RN;
 
+#if defined(COOPMAT)
+const uint TKP = TK + 8u;
+shared float16_t xs[TM * TKP];
+shared float16_t ws[TN * TKP];
+shared float cstage[4u * 256u];
+const float kF16Max = 65504.0;
+#define STAGE(v) float16_t(clamp(v, -kF16Max, kF16Max))
+#else
 // Rows padded by one value: the products read ws down a column (stride TKP), which would otherwise hit one bank.
 const uint TKP = TK + 1u;
 shared float xs[TM * TKP];
 shared float ws[TN * TKP];
+#define STAGE(v) (v)
+#endif
 
 // Decoded W value of local output n (< n_rows) and local input k (< pc.k) of this dispatch.
 float w_value(uint n, uint k) {
@@ -129,9 +162,9 @@ const uint W_PER = (TN * TK + LX * LY - 1u) / (LX * LY);
 // Fast W tiles (load_w_vec): each invocation decodes whole runs of 16 values, run r = tid + i * threads for
 // register slots 16 i .. 16 i + 15. VEC_TILE holds when every invocation gets whole runs (W_PER = 16 RUNS_PER).
 #if (defined(W_Q4_K) || defined(W_Q6_K)) && !defined(COLUMN_WISE)
-// Rows of whole blocks, TK = 32: run hr is half-row hr of the tile, output n0 + hr / 2, values
-// k0 + 16 (hr % 2) + (0..15); values past k are 0.
-#define VEC_TILE (TK == 32u && (TN * 2u) % (LX * LY) == 0u)
+// Rows of whole blocks, TK a multiple of 32 dividing 256: run hr is output n0 + hr / RUNS_PER_ROW, values
+// k0 + 16 (hr % RUNS_PER_ROW) + (0..15); values past k are 0.
+#define VEC_TILE (TK % 32u == 0u && 256u % TK == 0u && (TN * RUNS_PER_ROW) % (LX * LY) == 0u)
 #elif defined(W_Q4_K) && defined(COLUMN_WISE)
 // Column_wise: run u is one input and 16 consecutive outputs (16-aligned), i.e. one nibble plane of one 16-byte
 // qs vector of one block.
@@ -140,6 +173,7 @@ const uint W_PER = (TN * TK + LX * LY - 1u) / (LX * LY);
 #define VEC_TILE false
 #endif
 const uint RUNS_PER = W_PER / 16u;
+const uint RUNS_PER_ROW = TK / 16u;  // row path: 16-value runs per tile row
 
 #if defined(W_Q4_K) && defined(COLUMN_WISE)
 // From two 16-byte loads (header, qs vector); same rounding as q4k_decode.
@@ -168,12 +202,13 @@ void decode_run(uint u, uint k0, uint n0, out float v[16]) {
 // word loads and a scale decode per value; same rounding as q4k_decode.
 void decode_run(uint hr, uint k0, uint n0, out float v[16]) {
   [[unroll]] for (uint t = 0u; t < 16u; ++t) v[t] = 0.0;
-  const uint n = n0 + hr / 2u;
-  const uint half_ = hr % 2u;
-  if (n >= pc.n_rows || k0 + 16u * half_ >= pc.k) return;
-  const uint blk = (pc.row_begin + n) * (pc.row_stride / 256u) + k0 / 256u - pc.block_begin;
+  const uint n = n0 + hr / RUNS_PER_ROW;
+  const uint kr = k0 + 16u * (hr % RUNS_PER_ROW);  // the run's first input (runs never cross a block)
+  const uint half_ = (kr / 16u) % 2u;
+  if (n >= pc.n_rows || kr >= pc.k) return;
+  const uint blk = (pc.row_begin + n) * (pc.row_stride / 256u) + kr / 256u - pc.block_begin;
   const uint bv = pc.w_base / 4u + blk * Q4V_BLOCK_VECS;
-  const uint sb = (k0 % 256u) / 32u;  // sub-block: chunk c = sb / 2, nibble plane sb % 2
+  const uint sb = (kr % 256u) / 32u;  // sub-block: chunk c = sb / 2, nibble plane sb % 2
   const uvec4 hdr = wv[bv];
   const uvec4 q = wv[bv + 1u + 2u * (sb / 2u) + half_];
   const vec2 dm = unpackHalf2x16(hdr.x);
@@ -183,7 +218,7 @@ void decode_run(uint hr, uint k0, uint n0, out float v[16]) {
   const uint shift = 4u * (sb & 1u);
   [[unroll]] for (uint t = 0u; t < 16u; ++t) {
     precise float w = d1 * float((q[t / 4u] >> (8u * (t % 4u) + shift)) & 15u) - m1;
-    v[t] = k0 + 16u * half_ + t < pc.k ? w : 0.0;
+    v[t] = kr + t < pc.k ? w : 0.0;
   }
 }
 #elif defined(W_Q6_K)
@@ -191,12 +226,12 @@ void decode_run(uint hr, uint k0, uint n0, out float v[16]) {
 // same rounding as q6k_decode.
 void decode_run(uint hr, uint k0, uint n0, out float v[16]) {
   [[unroll]] for (uint t = 0u; t < 16u; ++t) v[t] = 0.0;
-  const uint n = n0 + hr / 2u;
-  const uint half_ = hr % 2u;
-  if (n >= pc.n_rows || k0 + 16u * half_ >= pc.k) return;
-  const uint blk = (pc.row_begin + n) * (pc.row_stride / 256u) + k0 / 256u - pc.block_begin;
+  const uint n = n0 + hr / RUNS_PER_ROW;
+  const uint kr = k0 + 16u * (hr % RUNS_PER_ROW);  // the run's first input (runs never cross a block)
+  if (n >= pc.n_rows || kr >= pc.k) return;
+  const uint blk = (pc.row_begin + n) * (pc.row_stride / 256u) + kr / 256u - pc.block_begin;
   const uint hb = pc.w_base + blk * Q6K_BLOCK_HALFS;
-  const uint e0 = (k0 % 256u) + 16u * half_;
+  const uint e0 = kr % 256u;
   const uint h = e0 / 128u;
   const uint qtr = (e0 % 128u) / 32u;
   const uint l0 = e0 % 32u;  // 0 or 16
@@ -208,7 +243,7 @@ void decode_run(uint hr, uint k0, uint n0, out float v[16]) {
     const uint sh = 8u * (t % 4u);
     const uint q = ((ql[t / 4u] >> (sh + lo_shift)) & 15u) | (((qh[t / 4u] >> (sh + 2u * qtr)) & 3u) << 4);
     precise float x = ds * float(int(q) - 32);
-    v[t] = k0 + 16u * half_ + t < pc.k ? x : 0.0;
+    v[t] = kr + t < pc.k ? x : 0.0;
   }
 }
 #endif
@@ -232,7 +267,7 @@ uint w_slot_index(uint tid, uint i, bool vec) {
 #if defined(COLUMN_WISE)
     return (16u * (u % (TN / 16u)) + i % 16u) * TK + u / (TN / 16u);
 #else
-    return (u / 2u) * TK + 16u * (u % 2u) + i % 16u;
+    return (u / RUNS_PER_ROW) * TK + 16u * (u % RUNS_PER_ROW) + i % 16u;
 #endif
   }
   return tid + i * LX * LY;
@@ -260,6 +295,28 @@ void load_tiles(uint k0, uint m0, uint n0, uint tid, out float xr[X_PER], out fl
   }
 }
 
+#if defined(COOPMAT)
+#define CM_F16 fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>
+#define CM_F32 fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>
+// Y tile fragment f (row block f / 4, output block f % 4) of this subgroup through its stage.
+void store_fragment(CM_F32 acc, uint f, uint m0, uint n0) {
+  const uint sg = gl_SubgroupID;
+  const uint r0 = m0 + 32u * (sg / 2u) + 16u * (f / 4u);
+  const uint c0 = n0 + 64u * (sg % 2u) + 16u * (f % 4u);
+  coopMatStoreNV(acc, cstage, sg * 256u, 16u, false);
+  subgroupMemoryBarrierShared();
+  subgroupBarrier();
+  for (uint e = gl_SubgroupInvocationID; e < 256u; e += gl_SubgroupSize) {
+    const uint r = r0 + e / 16u;
+    const uint n = c0 + e % 16u;
+    if (r >= pc.m || n >= pc.n_rows) continue;
+    const uint yi = r * pc.n_total + pc.row_begin + n;
+    y[yi] = (pc.accumulate != 0u ? y[yi] : 0.0) + cstage[sg * 256u + e];
+  }
+  subgroupBarrier();
+}
+#endif
+
 void main() {
   const uint g = folded_group_index();
   if (g >= pc.n_groups) return;  // uniform per workgroup: no barrier is skipped by part of a group
@@ -269,26 +326,44 @@ void main() {
   const uint ty = gl_LocalInvocationID.y;
   const uint tid = ty * LX + tx;
 
+#if defined(COOPMAT)
+  const uint sg = gl_SubgroupID;
+  CM_F32 acc[8];
+  [[unroll]] for (uint f = 0u; f < 8u; ++f) acc[f] = CM_F32(0.0);
+#else
   float acc[RM * RN];
   for (uint i = 0u; i < RM * RN; ++i) acc[i] = 0.0;
+#endif
 
   // Register double buffering: the next K tile's loads (and decode) are issued before this tile's products,
   // so their latency overlaps the arithmetic instead of adding to every step.
   float xr[X_PER];
   float wr[W_PER];
-  load_tiles(0u, m0, n0, tid, xr, wr);
+  if (DBUF) load_tiles(0u, m0, n0, tid, xr, wr);
   const bool vec = VEC_TILE && pc.fast_tiles != 0u;
   for (uint k0 = 0u; k0 < pc.k; k0 += TK) {
+    if (!DBUF) load_tiles(k0, m0, n0, tid, xr, wr);
     [[unroll]] for (uint i = 0u; i < X_PER; ++i) {
       const uint idx = tid + i * LX * LY;
-      if (idx < TM * TK) xs[(idx / TK) * TKP + idx % TK] = xr[i];
+      if (idx < TM * TK) xs[(idx / TK) * TKP + idx % TK] = STAGE(xr[i]);
     }
     [[unroll]] for (uint i = 0u; i < W_PER; ++i) {
       const uint idx = w_slot_index(tid, i, vec);
-      if (idx < TN * TK) ws[(idx / TK) * TKP + idx % TK] = wr[i];
+      if (idx < TN * TK) ws[(idx / TK) * TKP + idx % TK] = STAGE(wr[i]);
     }
     barrier();
-    if (k0 + TK < pc.k) load_tiles(k0 + TK, m0, n0, tid, xr, wr);
+    if (DBUF && k0 + TK < pc.k) load_tiles(k0 + TK, m0, n0, tid, xr, wr);
+#if defined(COOPMAT)
+    [[unroll]] for (uint kk = 0u; kk < TK; kk += 16u) {
+      CM_F16 a[2];
+      CM_F16 b[4];
+      [[unroll]] for (uint i = 0u; i < 2u; ++i) coopMatLoadNV(a[i], xs, (32u * (sg / 2u) + 16u * i) * TKP + kk, TKP, false);
+      [[unroll]] for (uint j = 0u; j < 4u; ++j) coopMatLoadNV(b[j], ws, (64u * (sg % 2u) + 16u * j) * TKP + kk, TKP, true);
+      [[unroll]] for (uint i = 0u; i < 2u; ++i) {
+        [[unroll]] for (uint j = 0u; j < 4u; ++j) acc[i * 4u + j] = coopMatMulAddNV(a[i], b[j], acc[i * 4u + j]);
+      }
+    }
+#else
     for (uint kk = 0u; kk < TK; ++kk) {
       float wcol[RN];
       for (uint j = 0u; j < RN; ++j) wcol[j] = ws[(tx + j * LX) * TKP + kk];
@@ -297,9 +372,13 @@ void main() {
         for (uint j = 0u; j < RN; ++j) acc[i * RN + j] += xv * wcol[j];
       }
     }
+#endif
     barrier();
   }
 
+#if defined(COOPMAT)
+  [[unroll]] for (uint f = 0u; f < 8u; ++f) store_fragment(acc[f], f, m0, n0);
+#else
   for (uint i = 0u; i < RM; ++i) {
     const uint r = m0 + ty + i * LY;
     if (r >= pc.m) continue;
@@ -310,4 +389,5 @@ void main() {
       y[yi] = (pc.accumulate != 0u ? y[yi] : 0.0) + acc[i * RN + j];
     }
   }
+#endif
 }

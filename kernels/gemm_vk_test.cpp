@@ -1,7 +1,9 @@
 // GEMM differential tests: GPU Y = X W^T with W packed (F32, F16, Q8_0, Q6_K, Q4_K in every layout the gemm
 // kernels accept) against the same product in double on the exactly-dequantized weights. M covers 1, 3, 17
 // and 64 rows, K is odd (padding inside blocks, masked K tiles), N is off the tile and off 256; Y is
-// NaN-poisoned first and a few elements past M * N must stay poisoned (no stray writes).
+// NaN-poisoned first and a few elements past M * N must stay poisoned (no stray writes). The
+// cooperative-matrix variants (*_cm, f16 products) run where the device has them (GemmCoopmatTest; skipped on
+// lavapipe, which has no cooperative matrices); every other case pins the f32 kernels.
 #include <cmath>
 #include <cstring>
 
@@ -30,6 +32,7 @@ struct GemmCase {
   uint32_t k;
   GemmTuning tuning;
   uint32_t w_offset = 64;  // byte offset of the tensor in its buffer
+  bool coopmat = false;    // force the kernel's *_cm variant
 };
 
 std::string case_text(const GemmCase& c) {
@@ -40,7 +43,9 @@ std::string case_text(const GemmCase& c) {
   if (c.tuning.rm) s += "_rm" + std::to_string(c.tuning.rm);
   if (c.tuning.rn) s += "_rn" + std::to_string(c.tuning.rn);
   if (c.tuning.tk) s += "_tk" + std::to_string(c.tuning.tk);
+  if (c.tuning.dbuf) s += "_dbuf" + std::to_string(c.tuning.dbuf);
   if (c.w_offset != 64) s += "_off" + std::to_string(c.w_offset);
+  if (c.coopmat) s += "_cm";
   return s;
 }
 std::string case_name(const ::testing::TestParamInfo<GemmCase>& info) { return case_text(info.param); }
@@ -78,6 +83,12 @@ GemmOutcome run_gemm_case(runtime::Device& dev, runtime::Recorder& rec, const Ge
   args.x = xb->range();
   args.y = yb->range().sub(0, y_elems * 4);
   args.tuning = c.tuning;
+  args.cooperative_matrix = false;
+  std::string forced;
+  if (c.coopmat) {
+    forced = std::string(find_kernel(Op::kGemm, c.dtype, c.layout)->name) + "_cm";
+    args.kernel = forced;
+  }
   const Status s = runtime::record_gemm(rec, args);
   EXPECT_TRUE(s.ok()) << s.to_string();
   auto r = rec.submit_and_wait();
@@ -139,6 +150,9 @@ const GemmCase kCases[] = {
     {DType::kQ4_K, Layout::kColumnWise, 70, 300, 40, {}},  // M >= 64: the automatic wide tile
     {DType::kQ4_K, Layout::kColumnWise, 64, 300, 33, {16, 16, 4, 1, 64}},
     {DType::kQ4_K, Layout::kRowWise, 17, 21, 257, {}, 68},  // blocks not 16-byte aligned
+    {DType::kQ4_K, Layout::kRowWise, 17, 70, 600, {16, 8, 2, 4, 64}},  // fast tiles of 4 runs per row
+    {DType::kQ4_K, Layout::kFlat, 5, 64, 512, {16, 4, 1, 2, 128}},
+    {DType::kQ6_K, Layout::kRowWise, 17, 70, 600, {16, 8, 2, 4, 64}},
 };
 INSTANTIATE_TEST_SUITE_P(Shapes, GemmTest, ::testing::ValuesIn(kCases), case_name);
 
@@ -192,8 +206,82 @@ TEST_F(GemmSplitErrors, ActivationsBeyondOneBinding) {
   EXPECT_NE(s.message().find("x range of 20480 bytes > binding limit 16384"), std::string::npos) << s.message();
   EXPECT_EQ(rec().dispatch_count(), 0u);
 }
+// Cooperative-matrix GEMM (gemm.comp COOPMAT): x and the decoded weights rounded to f16 (relative error
+// <= 2^-11 each), products summed in f32, so NMSE ~1e-7 against the double reference; one wrong weight or
+// index still gives >= ~1e-5. Tile 64 x 128, TK 32: the cases are off the tile in M, N and K, several past
+// one tile.
+constexpr double kGemmCoopmatNmse = 5e-6;
+
+class GemmCoopmatTest : public VulkanTest, public ::testing::WithParamInterface<GemmCase> {};
+
+TEST_P(GemmCoopmatTest, MatchesDoubleReference) {
+  if (!dev().caps().coopmat_f16_16x16) GTEST_SKIP() << "no VK_NV_cooperative_matrix f16 16x16x16 on this device";
+  const GemmCase& c = GetParam();
+  const GemmOutcome o = run_gemm_case(dev(), rec(), c, 5000 + c.m * 131 + c.n * 7 + c.k);
+  std::printf("  NMSE %.3e over %u dispatches\n", o.nmse, o.dispatches);
+  EXPECT_LT(o.nmse, kGemmCoopmatNmse);
+  EXPECT_EQ(o.dispatches, 1u);
+}
+
+const GemmCase kCoopmatCases[] = {
+    {DType::kF16, Layout::kRowWise, 3, 37, 301, {}, 64, true},
+    {DType::kF16, Layout::kRowWise, 130, 200, 96, {}, 64, true},
+    {DType::kQ8_0, Layout::kRowWise, 70, 130, 97, {}, 64, true},
+    {DType::kQ8_0, Layout::kFlat, 3, 13, 45, {}, 64, true},
+    {DType::kQ6_K, Layout::kRowWise, 65, 130, 300, {}, 64, true},
+    {DType::kQ6_K, Layout::kFlat, 17, 9, 512, {}, 64, true},
+    {DType::kQ4_K, Layout::kRowWise, 1, 21, 513, {}, 64, true},
+    {DType::kQ4_K, Layout::kRowWise, 129, 257, 512, {}, 64, true},
+    {DType::kQ4_K, Layout::kFlat, 64, 5, 99, {}, 64, true},
+    {DType::kQ4_K, Layout::kRowWise, 17, 21, 257, {}, 68, true},  // blocks not 16-byte aligned: generic decode
+    {DType::kQ4_K, Layout::kColumnWise, 3, 257, 65, {}, 64, true},
+    {DType::kQ4_K, Layout::kColumnWise, 70, 300, 40, {}, 64, true},
+    {DType::kQ4_K, Layout::kColumnWise, 200, 512, 256, {}, 64, true},
+    {DType::kQ4_K, Layout::kRowWise, 70, 130, 600, {0, 0, 0, 0, 64}, 64, true},  // wider K tiles
+    {DType::kQ4_K, Layout::kRowWise, 70, 130, 512, {0, 0, 0, 0, 32, 2}, 64, true},  // double-buffered
+    {DType::kQ6_K, Layout::kRowWise, 70, 130, 600, {0, 0, 0, 0, 64}, 64, true},
+    {DType::kQ4_K, Layout::kColumnWise, 70, 300, 130, {0, 0, 0, 0, 64}, 64, true},
+    {DType::kQ8_0, Layout::kRowWise, 70, 130, 97, {0, 0, 0, 0, 48}, 64, true},  // generic decode
+};
+INSTANTIATE_TEST_SUITE_P(Shapes, GemmCoopmatTest, ::testing::ValuesIn(kCoopmatCases), case_name);
 
 class GemmErrors : public VulkanTest {};
+
+// A forced *_cm kernel names what the device lacks (lavapipe: no cooperative matrices), or, where the device
+// has it, refuses a tuning (the variant runs only its registry tile).
+TEST_F(GemmErrors, CoopmatKernelNeedsTheDeviceSupport) {
+  auto w = alloc(4320);
+  auto x = alloc(2048);
+  auto y = alloc(1024);
+  runtime::GemmArgs a;
+  a.w = w.range();
+  a.x = x.range();
+  a.y = y.range();
+  a.dtype = DType::kQ4_K;
+  a.layout = Layout::kRowWise;
+  a.n_rows = 30;
+  a.k = 256;
+  a.m_rows = 1;
+  a.kernel = "gemm_q4_k_cm";
+  if (dev().caps().coopmat_f16_16x16) {
+    a.tuning = {16, 8, 2, 4, 32};
+    Status s = runtime::record_gemm(rec(), a, "q");
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(s.message().find("kernel gemm_q4_k_cm runs only its registry tile (tuning: tk"), std::string::npos)
+        << s.message();
+    a.tuning = {0, 0, 0, 0, 24};
+    s = runtime::record_gemm(rec(), a, "q");
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.message();
+  } else {
+    const Status s = runtime::record_gemm(rec(), a, "q");
+    EXPECT_EQ(s.code(), StatusCode::kUnsupported);
+    EXPECT_NE(s.message().find("gemm q [Q4_K row_wise M=1 N=30 K=256]: kernel gemm_q4_k_cm needs "
+                               "VK_NV_cooperative_matrix"),
+              std::string::npos)
+        << s.message();
+  }
+  EXPECT_EQ(rec().dispatch_count(), 0u);
+}
 
 TEST_F(GemmErrors, NamesTheBadField) {
   auto w = alloc(4096);

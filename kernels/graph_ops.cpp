@@ -101,6 +101,17 @@ constexpr Companions kCompanions[] = {
     {"sample_partial", kSamplePartial},   {"sample_threshold", kSampleThreshold},
 };
 
+// Optional variants: run in place of the kernel where the device supports them and the pack pins them.
+constexpr std::string_view kGemmF16Cm[] = {"gemm_f16_cm"};
+constexpr std::string_view kGemmQ80Cm[] = {"gemm_q8_0_cm"};
+constexpr std::string_view kGemmQ6KCm[] = {"gemm_q6_k_cm"};
+constexpr std::string_view kGemmQ4KCm[] = {"gemm_q4_k_cm"};
+constexpr std::string_view kGemmQ4KColCm[] = {"gemm_q4_k_col_cm"};
+constexpr Companions kVariants[] = {
+    {"gemm_f16", kGemmF16Cm}, {"gemm_q4_k", kGemmQ4KCm}, {"gemm_q4_k_col", kGemmQ4KColCm},
+    {"gemm_q6_k", kGemmQ6KCm}, {"gemm_q8_0", kGemmQ80Cm},
+};
+
 }  // namespace
 
 std::span<const GraphOpInfo> all_graph_ops() { return kOps; }
@@ -113,6 +124,13 @@ const GraphOpInfo* find_graph_op(std::string_view name) {
 
 std::span<const std::string_view> kernel_companions(std::string_view kernel_name) {
   for (const Companions& c : kCompanions) {
+    if (c.kernel == kernel_name) return c.others;
+  }
+  return {};
+}
+
+std::span<const std::string_view> kernel_variants(std::string_view kernel_name) {
+  for (const Companions& c : kVariants) {
     if (c.kernel == kernel_name) return c.others;
   }
   return {};

@@ -59,4 +59,10 @@ const GraphOpInfo* find_graph_op(std::string_view name);
 // most kernels and for unknown names.
 std::span<const std::string_view> kernel_companions(std::string_view kernel_name);
 
+// Optional variants of `kernel_name` that the runtime may run in its place, each only where the device has
+// what the variant needs and the graph's kernels map pins it (e.g. gemm_q4_k -> gemm_q4_k_cm, the
+// cooperative-matrix GEMM). The graph planner pins them; a graph without them is still valid (the runtime
+// then runs the kernel itself). Empty for most kernels and for unknown names.
+std::span<const std::string_view> kernel_variants(std::string_view kernel_name);
+
 }  // namespace rdrr::kernels

@@ -44,6 +44,25 @@ TEST(GraphOps, CompanionsAreRegistryKernels) {
   EXPECT_TRUE(kernel_companions("gemv_f32").empty());
   EXPECT_TRUE(kernel_companions("no_such_kernel").empty());
   ASSERT_EQ(kernel_companions("gemv_q4_k_col_split").size(), 1u);
+  // Every gemm kernel but f32 has a cooperative-matrix variant of the same dtypes, layouts and bindings.
+  for (const KernelInfo& k : all_kernels()) {
+    if (k.op != Op::kGemm || k.name.ends_with("_cm")) continue;
+    const auto variants = kernel_variants(k.name);
+    if (k.name == "gemm_f32") {
+      EXPECT_TRUE(variants.empty());
+      continue;
+    }
+    ASSERT_EQ(variants.size(), 1u) << k.name;
+    const KernelInfo* v = find_kernel(variants[0]);
+    ASSERT_NE(v, nullptr) << variants[0];
+    EXPECT_EQ(v->name, std::string(k.name) + "_cm");
+    EXPECT_EQ(v->op, Op::kGemm);
+    EXPECT_TRUE(std::equal(v->dtypes.begin(), v->dtypes.end(), k.dtypes.begin(), k.dtypes.end())) << v->name;
+    EXPECT_TRUE(std::equal(v->layouts.begin(), v->layouts.end(), k.layouts.begin(), k.layouts.end())) << v->name;
+    EXPECT_EQ(v->bindings.size(), k.bindings.size()) << v->name;
+    EXPECT_EQ(v->push_constant_bytes, k.push_constant_bytes) << v->name;
+  }
+  EXPECT_TRUE(kernel_variants("gemv_q4_k").empty());
   EXPECT_EQ(kernel_companions("gemv_q4_k_col_split")[0], "gemv_reduce");
 }
 

@@ -257,6 +257,7 @@ Result<std::map<std::string, KernelSpec>> Planner::kernel_map() const {
   std::set<std::string> all = used_kernels;
   for (const std::string& k : used_kernels) {
     for (std::string_view c : kernel_companions(k)) all.insert(std::string(c));
+    for (std::string_view v : kernel_variants(k)) all.insert(std::string(v));
   }
   std::map<std::string, KernelSpec> out;
   for (const std::string& name : all) {

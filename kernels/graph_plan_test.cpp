@@ -58,6 +58,8 @@ TEST(GraphPlan, Gemma3GraphIsValidAndPinned) {
     ASSERT_TRUE(d.ok());
     EXPECT_EQ(spec.digest, *d) << key;
     for (std::string_view c : kernel_companions(key)) EXPECT_TRUE(g.kernels.count(std::string(c))) << key << " " << c;
+    // Optional variants (the cooperative-matrix GEMMs) are pinned too, so devices that have them may run them.
+    for (std::string_view v : kernel_variants(key)) EXPECT_TRUE(g.kernels.count(std::string(v))) << key << " " << v;
   }
   ASSERT_EQ(g.pre_layer.size(), 1u);
   EXPECT_EQ(g.pre_layer[0].op, "embed");

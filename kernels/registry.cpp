@@ -91,6 +91,21 @@ constexpr SpecInfo kGemmSpec[] = {{0, "local_size_x", 16, SpecRole::kLocalSizeX}
                                   {2, "RM", 2, SpecRole::kTuning},
                                   {3, "RN", 4, SpecRole::kTuning},
                                   {4, "TK", 32, SpecRole::kTuning}};
+// The cooperative-matrix variants (gemm.comp COOPMAT) run only this tile: 4 subgroups of 32, TM 64, TN 128.
+// DBUF (H100, bench_kernels gemm): K tiles loaded just in time for the block formats (Q4_K 14336x4096 M = 512:
+// 1167 us against 1436 double-buffered), double-buffered for F16 (309 against 466 us at 4096x4096 M = 256).
+constexpr SpecInfo kGemmCmSpec[] = {{0, "local_size_x", 32, SpecRole::kLocalSizeX},
+                                    {1, "local_size_y", 4, SpecRole::kLocalSizeY},
+                                    {2, "RM", 16, SpecRole::kTuning},
+                                    {3, "RN", 4, SpecRole::kTuning},
+                                    {4, "TK", 32, SpecRole::kTuning},
+                                    {5, "DBUF", 0, SpecRole::kTuning}};
+constexpr SpecInfo kGemmCmF16Spec[] = {{0, "local_size_x", 32, SpecRole::kLocalSizeX},
+                                       {1, "local_size_y", 4, SpecRole::kLocalSizeY},
+                                       {2, "RM", 16, SpecRole::kTuning},
+                                       {3, "RN", 4, SpecRole::kTuning},
+                                       {4, "TK", 32, SpecRole::kTuning},
+                                       {5, "DBUF", 1, SpecRole::kTuning}};
 constexpr SpecInfo kGluSpec[] = {{0, "local_size_x", 256, SpecRole::kLocalSizeX}, {1, "ACT", 0, SpecRole::kTuning}};
 
 constexpr std::string_view kElemGrid = "ceil(n / local_size_x) workgroups, folded into x and y";
@@ -135,6 +150,19 @@ constexpr KernelInfo kKernels[] = {
     {"gemm_q4_k", "gemm.comp", "main", "W_Q4_K", Op::kGemm, kQ4_K, kRowLayouts, kGemvBindings, kGemmSpec, 64, kGemmGrid},
     {"gemm_q4_k_col", "gemm.comp", "main", "W_Q4_K COLUMN_WISE", Op::kGemm, kQ4_K, kColumnWise, kGemvColBindings,
      kGemmSpec, 64, kGemmGrid},
+    // Cooperative-matrix variants (f16 products, f32 sums): picked by record_gemm (runtime/ops_gemm.cpp) where
+    // the device has VK_NV_cooperative_matrix's 16x16x16 f16 shape and the pack pins them; find_kernel returns
+    // the entries above.
+    {"gemm_f16_cm", "gemm.comp", "main", "W_F16 COOPMAT", Op::kGemm, kF16, kRowLayouts, kGemvBindings, kGemmCmF16Spec,
+     64, kGemmGrid},
+    {"gemm_q8_0_cm", "gemm.comp", "main", "W_Q8_0 COOPMAT", Op::kGemm, kQ8_0, kRowLayouts, kGemvBindings, kGemmCmSpec,
+     64, kGemmGrid},
+    {"gemm_q6_k_cm", "gemm.comp", "main", "W_Q6_K COOPMAT", Op::kGemm, kQ6_K, kRowLayouts, kGemvBindings, kGemmCmSpec,
+     64, kGemmGrid},
+    {"gemm_q4_k_cm", "gemm.comp", "main", "W_Q4_K COOPMAT", Op::kGemm, kQ4_K, kRowLayouts, kGemvBindings, kGemmCmSpec,
+     64, kGemmGrid},
+    {"gemm_q4_k_col_cm", "gemm.comp", "main", "W_Q4_K COLUMN_WISE COOPMAT", Op::kGemm, kQ4_K, kColumnWise,
+     kGemvColBindings, kGemmCmSpec, 64, kGemmGrid},
     {"rms_norm", "rmsnorm.comp", "main", "", Op::kRmsNorm, kF32, {}, kNormBindings, kSpec128, 20, kRowGrid},
     {"add", "add.comp", "main", "", Op::kAdd, kF32, {}, kAddBindings, kSpec256, 8, kElemGrid},
     {"add_bias", "add.comp", "main", "BROADCAST", Op::kAdd, kF32, {}, kAddBindings, kSpec256, 16, kElemGrid},

@@ -57,7 +57,8 @@ std::string describe_caps(const DeviceCaps& c) {
        ", 16-bit storage " + yn(c.storage_buffer_16bit) + ", 8-bit storage " + yn(c.storage_buffer_8bit) +
        ", integer dot " + yn(c.integer_dot_product) +
        (c.integer_dot_4x8_accelerated ? " (4x8 accelerated)" : "") + ", coopmat khr/nv " + yn(c.cooperative_matrix_khr) + "/" +
-       yn(c.cooperative_matrix_nv) + "\n";
+       yn(c.cooperative_matrix_nv) +
+       (c.coopmat_f16_16x16 ? " (f16 16x16x16 in use)" : "") + "\n";
   s += "  subgroup size " + std::to_string(c.subgroup_size) + " (" + std::to_string(c.min_subgroup_size) + ".." +
        std::to_string(c.max_subgroup_size) + "), ops " + subgroup_ops_string(c.subgroup_ops) + ", compute " +
        yn(c.subgroup_in_compute) + "\n";

@@ -35,6 +35,9 @@ struct DeviceCaps {
   bool compute_full_subgroups = false;
   bool cooperative_matrix_khr = false;  // extension present
   bool cooperative_matrix_nv = false;   // extension present
+  // VK_NV_cooperative_matrix usable for the *_cm GEMMs: the cooperativeMatrix feature and a subgroup-scope
+  // 16x16x16 shape with f16 A / B and f32 C / D (Device::init clears it where it does not enable the extension).
+  bool coopmat_f16_16x16 = false;
   bool pipeline_executable_info = false;  // VK_KHR_pipeline_executable_properties present (compiler statistics)
 
   // Subgroups (VkPhysicalDeviceSubgroupProperties).
@@ -84,6 +87,6 @@ inline uint32_t largest_subgroup(const DeviceCaps& c) { return c.max_subgroup_si
 std::string describe_caps(const DeviceCaps& caps);
 
 // Probes a physical device (Vulkan calls; in caps_probe.cpp). Fills desc.index from `index`.
-Result<DeviceCaps> probe_caps(VkPhysicalDevice pd, uint32_t index);
+Result<DeviceCaps> probe_caps(VkInstance instance, VkPhysicalDevice pd, uint32_t index);
 
 }  // namespace rdrr::runtime

@@ -52,9 +52,35 @@ void fill_queue(VkPhysicalDevice pd, DeviceCaps& c) {
   }
 }
 
+// VK_NV_cooperative_matrix: the feature, and a subgroup-scope 16x16x16 f16 x f16 -> f32 shape.
+bool probe_coopmat_nv(VkInstance instance, VkPhysicalDevice pd) {
+  auto cmf = vk_init<VkPhysicalDeviceCooperativeMatrixFeaturesNV>(
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV);
+  auto f2 = vk_init<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
+  f2.pNext = &cmf;
+  vkGetPhysicalDeviceFeatures2(pd, &f2);
+  if (cmf.cooperativeMatrix != VK_TRUE) return false;
+  auto get_props = reinterpret_cast<PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV>(
+      vkGetInstanceProcAddr(instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV"));
+  if (get_props == nullptr) return false;
+  uint32_t n = 0;
+  if (get_props(pd, &n, nullptr) != VK_SUCCESS || n == 0) return false;
+  std::vector<VkCooperativeMatrixPropertiesNV> props(
+      n, vk_init<VkCooperativeMatrixPropertiesNV>(VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV));
+  if (get_props(pd, &n, props.data()) != VK_SUCCESS) return false;
+  for (const VkCooperativeMatrixPropertiesNV& p : props) {
+    if (p.MSize == 16 && p.NSize == 16 && p.KSize == 16 && p.AType == VK_COMPONENT_TYPE_FLOAT16_NV &&
+        p.BType == VK_COMPONENT_TYPE_FLOAT16_NV && p.CType == VK_COMPONENT_TYPE_FLOAT32_NV &&
+        p.DType == VK_COMPONENT_TYPE_FLOAT32_NV && p.scope == VK_SCOPE_SUBGROUP_NV) {
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
-Result<DeviceCaps> probe_caps(VkPhysicalDevice pd, uint32_t index) {
+Result<DeviceCaps> probe_caps(VkInstance instance, VkPhysicalDevice pd, uint32_t index) {
   DeviceCaps c;
   VkPhysicalDeviceProperties base{};
   vkGetPhysicalDeviceProperties(pd, &base);
@@ -89,6 +115,7 @@ Result<DeviceCaps> probe_caps(VkPhysicalDevice pd, uint32_t index) {
   const bool v13 = c.desc.api_version >= VK_API_VERSION_1_3;
   c.cooperative_matrix_khr = has_ext("VK_KHR_cooperative_matrix");
   c.cooperative_matrix_nv = has_ext("VK_NV_cooperative_matrix");
+  c.coopmat_f16_16x16 = c.cooperative_matrix_nv && probe_coopmat_nv(instance, pd);
   c.pipeline_executable_info = has_ext(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
 
   // Properties.

@@ -70,6 +70,18 @@ Status Device::init(std::unique_ptr<Instance> instance, const DeviceOptions& opt
     RDRR_RETURN_IF_ERROR(check_requirements(caps_, opts.required));
   }
 
+  // The *_cm GEMMs read f16 tiles through VK_NV_cooperative_matrix (and need 16-bit storage and f16 arithmetic).
+  auto cmf = vk_init<VkPhysicalDeviceCooperativeMatrixFeaturesNV>(
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV);
+  caps_.coopmat_f16_16x16 = caps_.coopmat_f16_16x16 && caps_.shader_float16 && caps_.storage_buffer_16bit &&
+                            caps_.subgroup_size == 32;
+  if (caps_.coopmat_f16_16x16) {
+    cmf.cooperativeMatrix = VK_TRUE;
+    cmf.pNext = f2.pNext;
+    f2.pNext = &cmf;
+    extensions.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
+  }
+
   auto pexe = vk_init<VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR>(
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR);
   if (opts.capture_pipeline_statistics && caps_.pipeline_executable_info) {

@@ -167,6 +167,7 @@ Status Executor::Impl::record_matmul(const Step& s, const BufferRange& x, const 
     g.x = x;
     g.y = y;
     g.kernel = s.kernel->name;
+    g.cooperative_matrix = opts.cooperative_matrix;
     return record_gemm(*rec, g, s.label);
   }
   // One GEMV dispatch per row. The rows are independent: barriers between them only where a split-K scratch

@@ -49,6 +49,9 @@ struct ExecutorOptions {
   // kernel the decode phase pins for the same weight: a GEMM of a few rows streams its weight once but
   // walks K tile by tile in few workgroups, far from the memory bandwidth. 0 = always the pinned GEMM.
   uint32_t gemv_prefill_rows = kDefaultGemvPrefillRows;
+  // Prefill GEMMs run their cooperative-matrix variant (f16 products, f32 sums; GemmArgs::cooperative_matrix)
+  // where the device has it and the pack pins it. false = always the f32 GEMM.
+  bool cooperative_matrix = true;
 };
 
 // Token choice on the GPU (runtime/ops_sample.h). temperature <= 0: greedy argmax (first max wins).
@@ -87,7 +90,8 @@ struct SubmitCounts {
 class Executor {
  public:
   // Checks the graph (see the file comment), sizes the KV cache (kvDtype precision of the graph, F16 or
-  // F32) and the activation buffers, builds every pipeline. The pack must outlive the executor.
+  // F32) and the activation buffers. Pipelines are built on first use and kept in the device's cache (the
+  // first prefill of a process pays for them). The pack must outlive the executor.
   static Result<std::unique_ptr<Executor>> create(Device& device, const Pack& pack, const ExecutorOptions& options = {});
   ~Executor();
   Executor(const Executor&) = delete;

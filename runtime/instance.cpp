@@ -120,7 +120,7 @@ Result<std::unique_ptr<Instance>> Instance::create(const InstanceOptions& opts) 
   RDRR_VK_RETURN_IF_ERROR(vkEnumeratePhysicalDevices(raw, &n, inst->physical_.data()), "vkEnumeratePhysicalDevices");
   inst->physical_.resize(n);
   for (uint32_t i = 0; i < n; ++i) {
-    Result<DeviceCaps> caps = probe_caps(inst->physical_[i], i);
+    Result<DeviceCaps> caps = probe_caps(raw, inst->physical_[i], i);
     if (!caps.ok()) return caps.status().context("probing physical device " + std::to_string(i));
     inst->caps_.push_back(std::move(caps).value());
   }

@@ -81,6 +81,7 @@ struct GemmTuning {
   uint32_t rm = 0;
   uint32_t rn = 0;
   uint32_t tk = 0;
+  uint32_t dbuf = 0;  // *_cm kernels only: 1 = K tiles loaded just in time, 2 = register double buffering
 };
 struct GemmArgs {
   BufferRange w;
@@ -93,6 +94,10 @@ struct GemmArgs {
   BufferRange y;
   GemmTuning tuning;
   std::string_view kernel;  // forced kernel (registry name); empty = automatic; a mismatch is an error
+  // Run the kernel's cooperative-matrix variant (<kernel>_cm: f16 products, f32 sums) where the device has
+  // DeviceCaps::coopmat_f16_16x16, the recorder allows it (Recorder::allows: the pack pins it) and the tuning
+  // is automatic. Forcing a *_cm kernel needs the device support (kUnsupported otherwise).
+  bool cooperative_matrix = true;
 };
 Status record_gemm(Recorder& rec, const GemmArgs& args, std::string_view label = "gemm");
 

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/graph_ops.h"
 #include "kernels/registry.h"
 #include "quant/blocks.h"
 #include "runtime/binding_split.h"
@@ -41,6 +42,7 @@ std::vector<SpecValue> gemm_spec(const GemmTuning& t) {
   if (t.rm != 0) s.push_back({2, t.rm});
   if (t.rn != 0) s.push_back({3, t.rn});
   if (t.tk != 0) s.push_back({4, t.tk});
+  if (t.dbuf != 0) s.push_back({5, t.dbuf - 1});
   return s;
 }
 
@@ -54,8 +56,12 @@ std::array<uint64_t, 5> resolved_tile(const kernels::KernelInfo& kernel, const G
   return v;
 }
 
-// Shared memory of a resolved tile: X[TM][TK + 1] and W[TN][TK + 1] floats (rows padded by one value).
-uint64_t tile_shared_bytes(const std::array<uint64_t, 5>& v) { return (v[1] * v[2] + v[0] * v[3]) * (v[4] + 1) * 4; }
+// Shared memory of a resolved tile: X[TM][TK + 1] and W[TN][TK + 1] floats (rows padded by one value); the
+// cooperative-matrix variant: X[TM][TK + 8] and W[TN][TK + 8] halves plus 4 KiB of output staging.
+uint64_t tile_shared_bytes(const std::array<uint64_t, 5>& v, bool coopmat = false) {
+  if (coopmat) return (v[1] * v[2] + v[0] * v[3]) * (v[4] + 8) * 2 + 4096;
+  return (v[1] * v[2] + v[0] * v[3]) * (v[4] + 1) * 4;
+}
 
 // Pipeline with the tuning's tile (0 = registry default), checked against the device's shared memory first.
 Result<const Pipeline*> gemm_pipeline(Recorder& rec, const kernels::KernelInfo& kernel, const GemmTuning& t,
@@ -63,7 +69,7 @@ Result<const Pipeline*> gemm_pipeline(Recorder& rec, const kernels::KernelInfo& 
   const std::vector<SpecValue> spec = gemm_spec(t);
   const std::array<uint64_t, 5> v = resolved_tile(kernel, t);
   if (v[0] * v[1] * v[2] * v[3] * v[4] == 0) return error(StatusCode::kInvalidArgument, ctx + ": tile size is 0");
-  const uint64_t shared_bytes = tile_shared_bytes(v);
+  const uint64_t shared_bytes = tile_shared_bytes(v, kernel.name.ends_with("_cm"));
   const uint64_t limit = rec.device().caps().max_compute_shared_memory_bytes;
   if (shared_bytes > limit) {
     return error(StatusCode::kUnsupported, ctx + ": tile needs " + std::to_string(shared_bytes) +
@@ -150,6 +156,37 @@ Status record_gemm_rows(Recorder& rec, const GemmArgs& a, const Pipeline& pipe, 
   return Status::Ok();
 }
 
+// The kernel to run: `kernel`'s cooperative-matrix variant (gemm.comp COOPMAT) where the device has the f16
+// 16x16x16 shape, the recorder allows the variant and the tuning is automatic; else `kernel` itself. A forced
+// *_cm kernel needs the device support and runs only its registry tile (TK may be tuned).
+Result<const kernels::KernelInfo*> coopmat_choice(Recorder& rec, const kernels::KernelInfo& kernel,
+                                                  const GemmArgs& a, bool automatic, const std::string& ctx) {
+  const bool supported = rec.device().caps().coopmat_f16_16x16;
+  if (kernel.name.ends_with("_cm")) {
+    if (!supported) {
+      return error(StatusCode::kUnsupported, ctx + ": kernel " + std::string(kernel.name) +
+                                                 " needs VK_NV_cooperative_matrix (f16 16x16x16, subgroups of 32, "
+                                                 "shaderFloat16), which this device does not provide");
+    }
+    const GemmTuning& t = a.tuning;
+    if (t.local_size_x != 0 || t.local_size_y != 0 || t.rm != 0 || t.rn != 0 || t.tk % 16 != 0) {
+      return error(StatusCode::kInvalidArgument, ctx + ": kernel " + std::string(kernel.name) +
+                                                     " runs only its registry tile (tuning: tk, a multiple of 16)");
+    }
+    if (t.dbuf > 2) return error(StatusCode::kInvalidArgument, ctx + ": tuning dbuf " + std::to_string(t.dbuf) + " > 2");
+    return &kernel;
+  }
+  if (a.tuning.dbuf != 0) {
+    return error(StatusCode::kInvalidArgument, ctx + ": tuning dbuf applies to the *_cm kernels only");
+  }
+  if (!supported || !a.cooperative_matrix || !automatic) return &kernel;
+  for (std::string_view v : kernels::kernel_variants(kernel.name)) {
+    const kernels::KernelInfo* info = kernels::find_kernel(v);
+    if (info != nullptr && v.ends_with("_cm") && rec.allows(v)) return info;
+  }
+  return &kernel;
+}
+
 }  // namespace
 
 Status record_gemm(Recorder& rec, const GemmArgs& a, std::string_view label) {
@@ -188,9 +225,12 @@ Status record_gemm(Recorder& rec, const GemmArgs& a, std::string_view label) {
     return error(StatusCode::kValidation, ctx + ": y overlaps w or x");
   }
   const GemmTuning& t = a.tuning;
-  const bool automatic = t.local_size_x == 0 && t.local_size_y == 0 && t.rm == 0 && t.rn == 0 && t.tk == 0;
+  const bool automatic =
+      t.local_size_x == 0 && t.local_size_y == 0 && t.rm == 0 && t.rn == 0 && t.tk == 0 && t.dbuf == 0;
   const DeviceCaps& caps = rec.device().caps();
-  const bool wide = automatic && a.m_rows >= kWideTileFromRows &&
+  RDRR_ASSIGN_OR_RETURN(kernel, coopmat_choice(rec, *kernel, a, automatic, ctx));
+  const bool coopmat = kernel->name.ends_with("_cm");
+  const bool wide = !coopmat && automatic && a.m_rows >= kWideTileFromRows &&
                     caps.max_workgroup_invocations >= kWideTile.local_size_x * kWideTile.local_size_y &&
                     caps.max_compute_shared_memory_bytes >= tile_shared_bytes(resolved_tile(*kernel, kWideTile));
   RDRR_ASSIGN_OR_RETURN(const Pipeline* pipe, gemm_pipeline(rec, *kernel, wide ? kWideTile : t, ctx));

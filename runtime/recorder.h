@@ -17,6 +17,7 @@
 #include <set>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -85,6 +86,11 @@ class Recorder {
   // split-K GEMV tickets of a scratch range (note_use after the initialising dispatch was recorded).
   bool used_before(VkBuffer buffer, uint64_t offset) const { return noted_uses_.count({buffer, offset}) != 0; }
   void note_use(VkBuffer buffer, uint64_t offset) { noted_uses_.insert({buffer, offset}); }
+
+  // Whether dispatching `kernel_name` passes RecorderOptions::allowed_kernels (always, when unset).
+  bool allows(std::string_view kernel_name) const {
+    return opts_.allowed_kernels == nullptr || opts_.allowed_kernels->count(kernel_name) != 0;
+  }
 
   uint32_t dispatch_count() const { return dispatches_; }
   uint32_t barrier_count() const { return barriers_; }

@@ -1,6 +1,6 @@
 // rdrr-run: run a pack on a Vulkan device from its manifest-pinned execution graph (runtime/executor.h).
 //   rdrr-run PACK --tokens 1,2,3 -n 32 [--temperature T --top-k K --seed S] [--logits OUT.f32] [--ctx N]
-//            [--gemv-prefill-rows R] [--profile] [--verify-hashes]
+//            [--gemv-prefill-rows R] [--no-coopmat] [--profile] [--verify-hashes]
 //   rdrr-run PACK --prompt "text" [--chat [--system TEXT]] -n 32 [--ignore-eos] [sampling, --ctx, ...]
 // --tokens: prints the generated token ids (space-separated, one line) on stdout; -n 0 runs the prefill only.
 // --logits writes every prompt position's logits as raw little-endian f32, row-major [n_prompt, vocab]
@@ -81,6 +81,7 @@ struct Args {
   std::string logits;
   uint32_t ctx = 0;
   uint32_t gemv_prefill_rows = rt::kDefaultGemvPrefillRows;
+  bool no_coopmat = false;
   bool profile = false;
   bool verify_hashes = false;
   bool text = false;  // --prompt given (else --tokens)
@@ -111,6 +112,7 @@ Status open_session(const Args& a, Session& s) {
   eopts.context_length = a.ctx;
   eopts.profile = a.profile;
   eopts.gemv_prefill_rows = a.gemv_prefill_rows;
+  eopts.cooperative_matrix = !a.no_coopmat;
   RDRR_ASSIGN_OR_RETURN(s.exec, rt::Executor::create(*s.device, *s.pack, eopts));
   return Status::Ok();
 }
@@ -191,6 +193,8 @@ int main(int argc, char** argv) {
   app.add_option("--gemv-prefill-rows", a.gemv_prefill_rows,
                  "prefill passes of at most this many tokens run their matmuls as one GEMV per token (0: GEMM)")
       ->capture_default_str();
+  app.add_flag("--no-coopmat", a.no_coopmat,
+               "prefill GEMMs in f32 even where the device has cooperative matrices (the *_cm kernels: f16 products)");
   app.add_flag("--profile", a.profile, "print per-op GPU time");
   app.add_flag("--verify-hashes", a.verify_hashes, "check every file's SHA-256 before loading");
   try {
