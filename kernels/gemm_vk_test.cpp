@@ -272,6 +272,10 @@ TEST_F(GemmErrors, CoopmatKernelNeedsTheDeviceSupport) {
     a.tuning = {0, 0, 0, 0, 24};
     s = runtime::record_gemm(rec(), a, "q");
     EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.message();
+    a.tuning = {0, 0, 0, 0, 0, 3};
+    s = runtime::record_gemm(rec(), a, "q");
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(s.message().find("tuning dbuf 3 > 2"), std::string::npos) << s.message();
   } else {
     const Status s = runtime::record_gemm(rec(), a, "q");
     EXPECT_EQ(s.code(), StatusCode::kUnsupported);
@@ -280,6 +284,12 @@ TEST_F(GemmErrors, CoopmatKernelNeedsTheDeviceSupport) {
               std::string::npos)
         << s.message();
   }
+  // dbuf tunes only the *_cm kernels.
+  a.kernel = "gemm_q4_k";
+  a.tuning = {0, 0, 0, 0, 0, 1};
+  const Status s = runtime::record_gemm(rec(), a, "q");
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("tuning dbuf applies to the *_cm kernels only"), std::string::npos) << s.message();
   EXPECT_EQ(rec().dispatch_count(), 0u);
 }
 

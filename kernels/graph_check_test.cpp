@@ -236,6 +236,23 @@ TEST(GraphCheck, CompanionMissing) {
   expect_error(m, StatusCode::kValidation, {"kernel 'attention_f16'", "companion 'attn_merge'", "not in the kernels map"});
 }
 
+// Optional variants (the cooperative-matrix GEMMs) are pinned by the planner but not required: a graph
+// written before them, or without them, stays valid (the runtime then runs the pinned GEMM itself).
+TEST(GraphCheck, OptionalVariantsMayBeAbsent) {
+  Manifest m = planned_manifest();
+  size_t erased = 0;
+  for (auto it = graph(m).kernels.begin(); it != graph(m).kernels.end();) {
+    if (it->first.ends_with("_cm")) {
+      it = graph(m).kernels.erase(it);
+      ++erased;
+    } else {
+      ++it;
+    }
+  }
+  EXPECT_GT(erased, 0u);
+  EXPECT_TRUE(check_execution_graph(m).ok()) << check_execution_graph(m).to_string();
+}
+
 TEST(GraphCheck, PrecisionRules) {
   Manifest m = planned_manifest();
   graph(m).kernels.at("rms_norm").precision["kvDtype"] = "f16";
