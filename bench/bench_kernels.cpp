@@ -538,7 +538,7 @@ int run(const Options& opt) {
       opt.quick ? std::vector<Shape>{{256, 512}} : std::vector<Shape>{{4096, 4096}, {14336, 4096}};
   for (const GemmCase& c : gemm_cases(opt.tune)) {
     for (const Shape& s : gemm_shapes) {
-      for (uint32_t m : opt.quick ? std::vector<uint32_t>{1, 16} : std::vector<uint32_t>{1, 16, 256, 512}) {
+      for (uint32_t m : opt.quick ? std::vector<uint32_t>{1, 16} : std::vector<uint32_t>{1, 16, 32, 64, 256, 512}) {
         b.gemm(s, m, c);
       }
     }

@@ -6,6 +6,9 @@
 // lavapipe, which has no cooperative matrices); every other case pins the f32 kernels.
 #include <cmath>
 #include <cstring>
+#include <memory>
+#include <set>
+#include <string>
 
 #include "kernels/kernel_test_ref.h"
 #include "runtime/ops.h"
@@ -33,6 +36,7 @@ struct GemmCase {
   GemmTuning tuning;
   uint32_t w_offset = 64;  // byte offset of the tensor in its buffer
   bool coopmat = false;    // force the kernel's *_cm variant
+  bool automatic_cm = false;  // GemmArgs::cooperative_matrix: record_gemm may pick the *_cm variant itself
 };
 
 std::string case_text(const GemmCase& c) {
@@ -83,7 +87,7 @@ GemmOutcome run_gemm_case(runtime::Device& dev, runtime::Recorder& rec, const Ge
   args.x = xb->range();
   args.y = yb->range().sub(0, y_elems * 4);
   args.tuning = c.tuning;
-  args.cooperative_matrix = false;
+  args.cooperative_matrix = c.automatic_cm;
   std::string forced;
   if (c.coopmat) {
     forced = std::string(find_kernel(Op::kGemm, c.dtype, c.layout)->name) + "_cm";
@@ -244,6 +248,32 @@ const GemmCase kCoopmatCases[] = {
     {DType::kQ8_0, Layout::kRowWise, 70, 130, 97, {0, 0, 0, 0, 48}, 64, true},  // generic decode
 };
 INSTANTIATE_TEST_SUITE_P(Shapes, GemmCoopmatTest, ::testing::ValuesIn(kCoopmatCases), case_name);
+
+// The automatic choice: the *_cm variant for more than 32 rows, only where the recorder allows it (the pack
+// pins it). Seen in the precision: f16 products leave NMSE ~1e-7, the f32 kernel ~1e-14.
+class GemmCoopmatChoice : public VulkanTest {};
+
+TEST_F(GemmCoopmatChoice, NeedsMoreThan32RowsAndThePin) {
+  if (!dev().caps().coopmat_f16_16x16) GTEST_SKIP() << "no VK_NV_cooperative_matrix f16 16x16x16 on this device";
+  auto recorder_allowing = [&](std::initializer_list<std::string> kernels) {
+    runtime::RecorderOptions o;
+    o.allowed_kernels = std::make_shared<std::set<std::string, std::less<>>>(kernels);
+    auto r = runtime::Recorder::create(dev(), o);
+    EXPECT_TRUE(r.ok()) << r.status().to_string();
+    return std::move(r).value();
+  };
+  GemmCase c{DType::kQ4_K, Layout::kRowWise, 33, 130, 512, {}};
+  c.automatic_cm = true;
+  auto both = recorder_allowing({"gemm_q4_k", "gemm_q4_k_cm"});
+  const double cm = run_gemm_case(dev(), *both, c, 77).nmse;
+  EXPECT_GT(cm, 1e-10) << "33 rows, variant pinned: the cooperative-matrix kernel";
+  EXPECT_LT(cm, kGemmCoopmatNmse);
+  c.m = 32;
+  EXPECT_LT(run_gemm_case(dev(), *both, c, 78).nmse, kGemmNmse) << "32 rows: the f32 kernel";
+  c.m = 33;
+  auto base_only = recorder_allowing({"gemm_q4_k"});
+  EXPECT_LT(run_gemm_case(dev(), *base_only, c, 79).nmse, kGemmNmse) << "variant not pinned: the f32 kernel";
+}
 
 class GemmErrors : public VulkanTest {};
 

@@ -94,9 +94,9 @@ struct GemmArgs {
   BufferRange y;
   GemmTuning tuning;
   std::string_view kernel;  // forced kernel (registry name); empty = automatic; a mismatch is an error
-  // Run the kernel's cooperative-matrix variant (<kernel>_cm: f16 products, f32 sums) where the device has
-  // DeviceCaps::coopmat_f16_16x16, the recorder allows it (Recorder::allows: the pack pins it) and the tuning
-  // is automatic. Forcing a *_cm kernel needs the device support (kUnsupported otherwise).
+  // Run the kernel's cooperative-matrix variant (<kernel>_cm: f16 products, f32 sums) for more than 32 rows
+  // where the device has DeviceCaps::coopmat_f16_16x16, the recorder allows it (Recorder::allows: the pack
+  // pins it) and the tuning is automatic. Forcing a *_cm kernel needs the device support (kUnsupported otherwise).
   bool cooperative_matrix = true;
 };
 Status record_gemm(Recorder& rec, const GemmArgs& args, std::string_view label = "gemm");

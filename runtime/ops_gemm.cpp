@@ -34,6 +34,10 @@ constexpr uint64_t kIndexLimit = uint64_t{1} << 32;
 // gemm, Q4_K 4096x4096 / 14336x4096: M = 256 653 -> 470 us / 2180 -> 1540 us; M = 16 190 -> 335 us).
 constexpr uint32_t kWideTileFromRows = 64;
 constexpr GemmTuning kWideTile{32, 8, 4, 4, 0};
+// Up to this many rows the automatic choice keeps the f32 kernel: the cooperative-matrix tile (64 rows x 128
+// outputs) leaves too few workgroups for short prompts (H100, bench_kernels gemm, Q4_K row_wise 4096x4096:
+// M = 16 / 32 f32 191 / 191 us against cm 261 / 262; M = 64 327 against 261; 14336x4096 M = 64: 473 against 250).
+constexpr uint32_t kCoopmatAboveRows = 32;
 
 std::vector<SpecValue> gemm_spec(const GemmTuning& t) {
   std::vector<SpecValue> s;
@@ -156,8 +160,9 @@ Status record_gemm_rows(Recorder& rec, const GemmArgs& a, const Pipeline& pipe, 
   return Status::Ok();
 }
 
-// The kernel to run: `kernel`'s cooperative-matrix variant (gemm.comp COOPMAT) where the device has the f16
-// 16x16x16 shape, the recorder allows the variant and the tuning is automatic; else `kernel` itself. A forced
+// The kernel to run: `kernel`'s cooperative-matrix variant (gemm.comp COOPMAT) for more than
+// kCoopmatAboveRows rows where the device has the f16 16x16x16 shape, the recorder allows the variant and the
+// tuning is automatic; else `kernel` itself. A forced
 // *_cm kernel needs the device support and runs only its registry tile (TK may be tuned).
 Result<const kernels::KernelInfo*> coopmat_choice(Recorder& rec, const kernels::KernelInfo& kernel,
                                                   const GemmArgs& a, bool automatic, const std::string& ctx) {
@@ -179,7 +184,7 @@ Result<const kernels::KernelInfo*> coopmat_choice(Recorder& rec, const kernels::
   if (a.tuning.dbuf != 0) {
     return error(StatusCode::kInvalidArgument, ctx + ": tuning dbuf applies to the *_cm kernels only");
   }
-  if (!supported || !a.cooperative_matrix || !automatic) return &kernel;
+  if (!supported || !a.cooperative_matrix || !automatic || a.m_rows <= kCoopmatAboveRows) return &kernel;
   for (std::string_view v : kernels::kernel_variants(kernel.name)) {
     const kernels::KernelInfo* info = kernels::find_kernel(v);
     if (info != nullptr && v.ends_with("_cm") && rec.allows(v)) return info;
