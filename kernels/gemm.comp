@@ -32,7 +32,8 @@
 //   Spec: 0 local_size_x (16), 1 local_size_y (8), 2 RM (2), 3 RN (4), 4 TK (32).
 //   Grid: ceil(M / TM) * ceil(n_rows / TN) workgroups (column path: n_rows = N), folded into x and y.
 //
-// COOPMAT (the *_cm kernels; not with W_F32): the same tiles staged as f16 (x clamped to +-65504) and the
+// COOPMAT (the *_cm kernels; not with W_F32): the same tiles staged as f16 (x and decoded weights; finite
+// values saturate at +-65504, NaN / Inf pass through) and the
 // products on cooperative matrices (GL_NV_cooperative_matrix, 16x16x16 f16 x f16 -> f32, sums in f32). The
 // tile is fixed but for TK (a multiple of 16): 4 subgroups of 32 (local size 32 x 4), TM 64 (RM 16), TN 128
 // (RN 4); subgroup s owns
@@ -116,7 +117,9 @@ shared float16_t xs[TM * TKP];
 shared float16_t ws[TN * TKP];
 shared float cstage[4u * 256u];
 const float kF16Max = 65504.0;
-#define STAGE(v) float16_t(clamp(v, -kF16Max, kF16Max))
+// Finite values beyond f16's range saturate; NaN and infinities pass through as the f32 path would.
+float16_t stage_f16(float v) { return isnan(v) || isinf(v) ? float16_t(v) : float16_t(clamp(v, -kF16Max, kF16Max)); }
+#define STAGE(v) stage_f16(v)
 #else
 // Rows padded by one value: the products read ws down a column (stride TKP), which would otherwise hit one bank.
 const uint TKP = TK + 1u;

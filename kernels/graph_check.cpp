@@ -193,6 +193,10 @@ class Checker {
                    s.label() + ": kernel key " + q(step.kernel_key) + " is not in inference.execution.kernels");
     }
     const KernelInfo* k = find_kernel(step.kernel_key);  // non-null: the kernels map was checked
+    if (is_optional_variant(step.kernel_key)) {
+      return error(StatusCode::kValidation, s.label() + ": kernel " + q(step.kernel_key) +
+                                                " is an optional variant; steps name its base kernel (rdrr/SPEC.md 9.1)");
+    }
     if (!contains(op->kernel_ops, k->op)) {
       return error(StatusCode::kValidation, s.label() + ": kernel " + q(step.kernel_key) + " implements " +
                                                 std::string(op_name(k->op)) + ", which cannot run this op");

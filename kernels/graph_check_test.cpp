@@ -1,4 +1,5 @@
 #include "kernels/graph_check.h"
+#include "kernels/graph_ops.h"
 
 #include <gtest/gtest.h>
 
@@ -251,6 +252,16 @@ TEST(GraphCheck, OptionalVariantsMayBeAbsent) {
   }
   EXPECT_GT(erased, 0u);
   EXPECT_TRUE(check_execution_graph(m).ok()) << check_execution_graph(m).to_string();
+}
+
+// A step names the base kernel, never a variant (a runtime picks the variant per device and options).
+TEST(GraphCheck, StepNamingAVariantIsRejected) {
+  Manifest m = planned_manifest();
+  ExecStep& step = first_step(m, "o_proj", /*decode=*/false);
+  ASSERT_FALSE(kernel_variants(step.kernel_key).empty()) << step.kernel_key;
+  const std::string variant(kernel_variants(step.kernel_key)[0]);
+  step.kernel_key = variant;
+  expect_error(m, StatusCode::kValidation, {"'o_proj'", "kernel '" + variant + "'", "is an optional variant"});
 }
 
 TEST(GraphCheck, PrecisionRules) {

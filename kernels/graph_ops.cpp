@@ -129,6 +129,15 @@ std::span<const std::string_view> kernel_companions(std::string_view kernel_name
   return {};
 }
 
+bool is_optional_variant(std::string_view kernel_name) {
+  for (const Companions& c : kVariants) {
+    for (std::string_view v : c.others) {
+      if (v == kernel_name) return true;
+    }
+  }
+  return false;
+}
+
 std::span<const std::string_view> kernel_variants(std::string_view kernel_name) {
   for (const Companions& c : kVariants) {
     if (c.kernel == kernel_name) return c.others;

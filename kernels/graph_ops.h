@@ -64,5 +64,7 @@ std::span<const std::string_view> kernel_companions(std::string_view kernel_name
 // cooperative-matrix GEMM). The graph planner pins them; a graph without them is still valid (the runtime
 // then runs the kernel itself). Empty for most kernels and for unknown names.
 std::span<const std::string_view> kernel_variants(std::string_view kernel_name);
+// Whether `kernel_name` is some kernel's optional variant: steps never name one (they name the base kernel).
+bool is_optional_variant(std::string_view kernel_name);
 
 }  // namespace rdrr::kernels

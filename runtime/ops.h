@@ -94,10 +94,11 @@ struct GemmArgs {
   BufferRange y;
   GemmTuning tuning;
   std::string_view kernel;  // forced kernel (registry name); empty = automatic; a mismatch is an error
-  // Run the kernel's cooperative-matrix variant (<kernel>_cm: f16 products, f32 sums) for more than 32 rows
-  // where the device has DeviceCaps::coopmat_f16_16x16, the recorder allows it (Recorder::allows: the pack
-  // pins it) and the tuning is automatic. Forcing a *_cm kernel needs the device support (kUnsupported otherwise).
-  bool cooperative_matrix = true;
+  // Opt in to the kernel's cooperative-matrix variant (<kernel>_cm: f16 products, f32 sums), run for more than
+  // 32 rows where the device has DeviceCaps::coopmat_f16_16x16, the recorder allows it (Recorder::allows: the
+  // pack pins it) and the tuning is automatic (the executor passes ExecutorOptions::cooperative_matrix).
+  // Forcing a *_cm kernel needs the device support (kUnsupported otherwise).
+  bool cooperative_matrix = false;
 };
 Status record_gemm(Recorder& rec, const GemmArgs& args, std::string_view label = "gemm");
 

@@ -411,6 +411,50 @@ TEST_F(ExecutorFailClosedTest, ShortPrefillRunsTheDecodeGemvPerRow) {
   }
 }
 
+// Prompts of more than 32 tokens run the pinned cooperative-matrix GEMMs where the device has them (f16
+// products): logits within f16 rounding of the f32 GEMM and the same greedy next token. Without the device
+// support (lavapipe) the option changes nothing: identical logits.
+TEST_F(ExecutorFailClosedTest, CoopmatPrefillMatchesTheF32Gemm) {
+  const Variant v = qwen2_q4km(quant::Layout::kRowWise);
+  auto dir = pack_for(v);
+  ASSERT_TRUE(dir.ok()) << dir.status().to_string();
+  auto pack = Pack::load(dev(), *dir);
+  ASSERT_TRUE(pack.ok()) << pack.status().to_string();
+  const std::vector<uint32_t> ids = golden_prompts(v.model, 0).front().ids;
+  ASSERT_FALSE(ids.empty());
+  std::vector<uint32_t> prompt;
+  while (prompt.size() < 40) prompt.push_back(ids[prompt.size() % ids.size()]);
+  auto run = [&](bool coopmat) -> std::pair<std::vector<float>, uint32_t> {
+    runtime::ExecutorOptions eo;
+    eo.context_length = 64;
+    eo.cooperative_matrix = coopmat;
+    auto exec = Executor::create(dev(), **pack, eo);
+    EXPECT_TRUE(exec.ok()) << exec.status().to_string();
+    if (!exec.ok()) return {};
+    auto pre = (*exec)->prefill(prompt, LogitsMode::kAll);
+    EXPECT_TRUE(pre.ok()) << pre.status().to_string();
+    if (!pre.ok()) return {};
+    return {pre->logits, pre->next_token};
+  };
+  const auto [cm_logits, cm_next] = run(true);
+  const auto [f32_logits, f32_next] = run(false);
+  ASSERT_EQ(cm_logits.size(), f32_logits.size());
+  ASSERT_FALSE(cm_logits.empty());
+  if (!dev().caps().coopmat_f16_16x16) {
+    EXPECT_EQ(cm_logits, f32_logits) << "no cooperative matrices: the option must change nothing";
+    return;
+  }
+  double err = 0, ref = 0;
+  for (size_t i = 0; i < cm_logits.size(); ++i) {
+    err += (double(cm_logits[i]) - f32_logits[i]) * (double(cm_logits[i]) - f32_logits[i]);
+    ref += double(f32_logits[i]) * f32_logits[i];
+  }
+  std::printf("  coopmat vs f32 prefill logits NMSE %.3e\n", err / ref);
+  EXPECT_GT(err, 0.0) << "the cooperative-matrix kernels did not run";
+  EXPECT_LT(err / ref, 1e-5);
+  EXPECT_EQ(cm_next, f32_next);
+}
+
 // decode() submits the next step before waiting for its own (run ahead on the GPU's sampled token). A call
 // with other options drops that step and runs it again: greedy tokens with a seed that changes every call
 // (greedy ignores it, the run-ahead check does not) match the uninterrupted run, up to the context end; a
