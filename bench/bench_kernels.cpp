@@ -269,7 +269,6 @@ struct Bench {
       a.x = xb->range();
       a.y = yb->range();
       a.tuning = c.tuning;
-      a.cooperative_matrix = false;
       if (c.coopmat) a.kernel = cm_kernel;
       return runtime::record_gemm(r, a);
     });

@@ -277,12 +277,8 @@ TEST_F(GemmCoopmatChoice, NeedsMoreThan32RowsAndThePin) {
 
 class GemmErrors : public VulkanTest {};
 
-// A forced *_cm kernel names what the device lacks (lavapipe: no cooperative matrices), or, where the device
-// has it, refuses a tuning (the variant runs only its registry tile).
-TEST_F(GemmErrors, CoopmatKernelNeedsTheDeviceSupport) {
-  auto w = alloc(4320);
-  auto x = alloc(2048);
-  auto y = alloc(1024);
+// One row through a 30 x 256 row_wise Q4_K weight: the error tests edit one field at a time.
+runtime::GemmArgs q4k_args(const runtime::Buffer& w, const runtime::Buffer& x, const runtime::Buffer& y) {
   runtime::GemmArgs a;
   a.w = w.range();
   a.x = x.range();
@@ -292,6 +288,16 @@ TEST_F(GemmErrors, CoopmatKernelNeedsTheDeviceSupport) {
   a.n_rows = 30;
   a.k = 256;
   a.m_rows = 1;
+  return a;
+}
+
+// A forced *_cm kernel names what the device lacks (lavapipe: no cooperative matrices), or, where the device
+// has it, refuses a tuning (the variant runs only its registry tile).
+TEST_F(GemmErrors, CoopmatKernelNeedsTheDeviceSupport) {
+  auto w = alloc(4320);
+  auto x = alloc(2048);
+  auto y = alloc(1024);
+  runtime::GemmArgs a = q4k_args(w, x, y);
   a.kernel = "gemm_q4_k_cm";
   if (dev().caps().coopmat_f16_16x16) {
     a.tuning = {16, 8, 2, 4, 32};
@@ -327,15 +333,7 @@ TEST_F(GemmErrors, NamesTheBadField) {
   auto w = alloc(4096);
   auto x = alloc(2048);
   auto y = alloc(1024);
-  runtime::GemmArgs a;
-  a.w = w.range();
-  a.x = x.range();
-  a.y = y.range();
-  a.dtype = DType::kQ4_K;
-  a.layout = Layout::kRowWise;
-  a.n_rows = 30;
-  a.k = 256;
-  a.m_rows = 1;
+  runtime::GemmArgs a = q4k_args(w, x, y);
   Status s = runtime::record_gemm(rec(), a, "blk.0.ffn_up");
   EXPECT_EQ(s.code(), StatusCode::kValidation);
   EXPECT_NE(s.message().find("gemm blk.0.ffn_up [Q4_K row_wise M=1 N=30 K=256]: w range of 4096 bytes < required 4320"),

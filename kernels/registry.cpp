@@ -1,6 +1,7 @@
 #include "kernels/registry.h"
 
 #include <algorithm>
+#include <array>
 
 namespace rdrr::kernels {
 namespace {
@@ -94,18 +95,16 @@ constexpr SpecInfo kGemmSpec[] = {{0, "local_size_x", 16, SpecRole::kLocalSizeX}
 // The cooperative-matrix variants (gemm.comp COOPMAT) run only this tile: 4 subgroups of 32, TM 64, TN 128.
 // DBUF (H100, bench_kernels gemm): K tiles loaded just in time for the block formats (Q4_K 14336x4096 M = 512:
 // 1167 us against 1436 double-buffered), double-buffered for F16 (309 against 466 us at 4096x4096 M = 256).
-constexpr SpecInfo kGemmCmSpec[] = {{0, "local_size_x", 32, SpecRole::kLocalSizeX},
-                                    {1, "local_size_y", 4, SpecRole::kLocalSizeY},
-                                    {2, "RM", 16, SpecRole::kTuning},
-                                    {3, "RN", 4, SpecRole::kTuning},
-                                    {4, "TK", 32, SpecRole::kTuning},
-                                    {5, "DBUF", 0, SpecRole::kTuning}};
-constexpr SpecInfo kGemmCmF16Spec[] = {{0, "local_size_x", 32, SpecRole::kLocalSizeX},
-                                       {1, "local_size_y", 4, SpecRole::kLocalSizeY},
-                                       {2, "RM", 16, SpecRole::kTuning},
-                                       {3, "RN", 4, SpecRole::kTuning},
-                                       {4, "TK", 32, SpecRole::kTuning},
-                                       {5, "DBUF", 1, SpecRole::kTuning}};
+constexpr std::array<SpecInfo, 6> gemm_cm_spec(uint32_t dbuf) {
+  return {{{0, "local_size_x", 32, SpecRole::kLocalSizeX},
+           {1, "local_size_y", 4, SpecRole::kLocalSizeY},
+           {2, "RM", 16, SpecRole::kTuning},
+           {3, "RN", 4, SpecRole::kTuning},
+           {4, "TK", 32, SpecRole::kTuning},
+           {5, "DBUF", dbuf, SpecRole::kTuning}}};
+}
+constexpr std::array<SpecInfo, 6> kGemmCmSpec = gemm_cm_spec(0);
+constexpr std::array<SpecInfo, 6> kGemmCmF16Spec = gemm_cm_spec(1);
 constexpr SpecInfo kGluSpec[] = {{0, "local_size_x", 256, SpecRole::kLocalSizeX}, {1, "ACT", 0, SpecRole::kTuning}};
 
 constexpr std::string_view kElemGrid = "ceil(n / local_size_x) workgroups, folded into x and y";

@@ -52,14 +52,8 @@ void fill_queue(VkPhysicalDevice pd, DeviceCaps& c) {
   }
 }
 
-// VK_NV_cooperative_matrix: the feature, and a subgroup-scope 16x16x16 f16 x f16 -> f32 shape.
-bool probe_coopmat_nv(VkInstance instance, VkPhysicalDevice pd) {
-  auto cmf = vk_init<VkPhysicalDeviceCooperativeMatrixFeaturesNV>(
-      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV);
-  auto f2 = vk_init<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
-  f2.pNext = &cmf;
-  vkGetPhysicalDeviceFeatures2(pd, &f2);
-  if (cmf.cooperativeMatrix != VK_TRUE) return false;
+// VK_NV_cooperative_matrix (its feature already read): a subgroup-scope 16x16x16 f16 x f16 -> f32 shape.
+bool has_coopmat_nv_f16_shape(VkInstance instance, VkPhysicalDevice pd) {
   auto get_props = reinterpret_cast<PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV>(
       vkGetInstanceProcAddr(instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV"));
   if (get_props == nullptr) return false;
@@ -115,7 +109,6 @@ Result<DeviceCaps> probe_caps(VkInstance instance, VkPhysicalDevice pd, uint32_t
   const bool v13 = c.desc.api_version >= VK_API_VERSION_1_3;
   c.cooperative_matrix_khr = has_ext("VK_KHR_cooperative_matrix");
   c.cooperative_matrix_nv = has_ext("VK_NV_cooperative_matrix");
-  c.coopmat_f16_16x16 = c.cooperative_matrix_nv && probe_coopmat_nv(instance, pd);
   c.pipeline_executable_info = has_ext(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
 
   // Properties.
@@ -155,12 +148,18 @@ Result<DeviceCaps> probe_caps(VkInstance instance, VkPhysicalDevice pd, uint32_t
   auto f13 = vk_init<VkPhysicalDeviceVulkan13Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES);
   auto idot = vk_init<VkPhysicalDeviceShaderIntegerDotProductFeatures>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES);
   auto f2 = vk_init<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
+  auto cmf = vk_init<VkPhysicalDeviceCooperativeMatrixFeaturesNV>(
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV);
   f2.pNext = &f11;
   f11.pNext = &f12;
   if (v13) {
     f12.pNext = &f13;
   } else if (has_ext(VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME)) {
     f12.pNext = &idot;
+  }
+  if (c.cooperative_matrix_nv) {
+    cmf.pNext = f2.pNext;
+    f2.pNext = &cmf;
   }
   vkGetPhysicalDeviceFeatures2(pd, &f2);
   c.shader_int16 = f2.features.shaderInt16 == VK_TRUE;
@@ -177,6 +176,7 @@ Result<DeviceCaps> probe_caps(VkInstance instance, VkPhysicalDevice pd, uint32_t
     c.integer_dot_product = idot.shaderIntegerDotProduct == VK_TRUE;
   }
   c.integer_dot_4x8_accelerated = c.integer_dot_4x8_accelerated && c.integer_dot_product;
+  c.coopmat_f16_16x16 = cmf.cooperativeMatrix == VK_TRUE && has_coopmat_nv_f16_shape(instance, pd);
 
   VkPhysicalDeviceMemoryProperties mem{};
   vkGetPhysicalDeviceMemoryProperties(pd, &mem);

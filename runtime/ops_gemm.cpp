@@ -39,6 +39,9 @@ constexpr GemmTuning kWideTile{32, 8, 4, 4, 0};
 // M = 16 / 32 f32 191 / 191 us against cm 261 / 262; M = 64 327 against 261; 14336x4096 M = 64: 473 against 250).
 constexpr uint32_t kCoopmatAboveRows = 32;
 
+// The cooperative-matrix kernels (gemm.comp COOPMAT) are named <base>_cm.
+bool is_coopmat(std::string_view kernel_name) { return kernel_name.ends_with("_cm"); }
+
 std::vector<SpecValue> gemm_spec(const GemmTuning& t) {
   std::vector<SpecValue> s;
   if (t.local_size_x != 0) s.push_back({0, t.local_size_x});
@@ -73,7 +76,7 @@ Result<const Pipeline*> gemm_pipeline(Recorder& rec, const kernels::KernelInfo& 
   const std::vector<SpecValue> spec = gemm_spec(t);
   const std::array<uint64_t, 5> v = resolved_tile(kernel, t);
   if (v[0] * v[1] * v[2] * v[3] * v[4] == 0) return error(StatusCode::kInvalidArgument, ctx + ": tile size is 0");
-  const uint64_t shared_bytes = tile_shared_bytes(v, kernel.name.ends_with("_cm"));
+  const uint64_t shared_bytes = tile_shared_bytes(v, is_coopmat(kernel.name));
   const uint64_t limit = rec.device().caps().max_compute_shared_memory_bytes;
   if (shared_bytes > limit) {
     return error(StatusCode::kUnsupported, ctx + ": tile needs " + std::to_string(shared_bytes) +
@@ -167,7 +170,7 @@ Status record_gemm_rows(Recorder& rec, const GemmArgs& a, const Pipeline& pipe, 
 Result<const kernels::KernelInfo*> coopmat_choice(Recorder& rec, const kernels::KernelInfo& kernel,
                                                   const GemmArgs& a, bool automatic, const std::string& ctx) {
   const bool supported = rec.device().caps().coopmat_f16_16x16;
-  if (kernel.name.ends_with("_cm")) {
+  if (is_coopmat(kernel.name)) {
     if (!supported) {
       return error(StatusCode::kUnsupported, ctx + ": kernel " + std::string(kernel.name) +
                                                  " needs VK_NV_cooperative_matrix (f16 16x16x16, subgroups of 32, "
@@ -187,7 +190,7 @@ Result<const kernels::KernelInfo*> coopmat_choice(Recorder& rec, const kernels::
   if (!supported || !a.cooperative_matrix || !automatic || a.m_rows <= kCoopmatAboveRows) return &kernel;
   for (std::string_view v : kernels::kernel_variants(kernel.name)) {
     const kernels::KernelInfo* info = kernels::find_kernel(v);
-    if (info != nullptr && v.ends_with("_cm") && rec.allows(v)) return info;
+    if (info != nullptr && is_coopmat(v) && rec.allows(v)) return info;
   }
   return &kernel;
 }
@@ -234,8 +237,7 @@ Status record_gemm(Recorder& rec, const GemmArgs& a, std::string_view label) {
       t.local_size_x == 0 && t.local_size_y == 0 && t.rm == 0 && t.rn == 0 && t.tk == 0 && t.dbuf == 0;
   const DeviceCaps& caps = rec.device().caps();
   RDRR_ASSIGN_OR_RETURN(kernel, coopmat_choice(rec, *kernel, a, automatic, ctx));
-  const bool coopmat = kernel->name.ends_with("_cm");
-  const bool wide = !coopmat && automatic && a.m_rows >= kWideTileFromRows &&
+  const bool wide = !is_coopmat(kernel->name) && automatic && a.m_rows >= kWideTileFromRows &&
                     caps.max_workgroup_invocations >= kWideTile.local_size_x * kWideTile.local_size_y &&
                     caps.max_compute_shared_memory_bytes >= tile_shared_bytes(resolved_tile(*kernel, kWideTile));
   RDRR_ASSIGN_OR_RETURN(const Pipeline* pipe, gemm_pipeline(rec, *kernel, wide ? kWideTile : t, ctx));
