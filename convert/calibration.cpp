@@ -26,8 +26,7 @@ std::optional<std::pair<int, int>> calibration_input(const PlanEntry& plan) {
 
 namespace {
 // Damping 0.1 * mean(diag H) and act order: chosen on held-out text sampled from the fixture models (mean KLD
-// of the pack vs its source over 1,128 positions, 15-30% below plain rounding in every layout); GPTQ's usual
-// 0.01 without act order gained about half as much.
+// of the pack vs its source); GPTQ's usual 0.01 without act order gained less (bench/README.md, calibration).
 constexpr double kGptqDamp = 0.1;
 
 bool calibratable(const TensorJob& j) {

@@ -93,10 +93,6 @@ Status check_options(const ConvertOptions& o) {
   if (o.out.empty() && !o.dry_run) return error(StatusCode::kInvalidArgument, "OUT: empty path");
   if (o.threads < 0) return error(StatusCode::kInvalidArgument, "--threads: must be >= 0");
   if (o.rmse_every_chunks < 1) return error(StatusCode::kInvalidArgument, "--rmse-every: must be >= 1");
-  if (o.kv_dtype != quant::DType::kF16 && o.kv_dtype != quant::DType::kF32) {
-    return error(StatusCode::kInvalidArgument,
-                 "--kv-dtype: expected f16 or f32, got " + std::string(quant::dtype_name(o.kv_dtype)));
-  }
   return validate_max_shard_bytes(o.shard_size_bytes).context("--shard-size");
 }
 

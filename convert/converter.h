@@ -90,7 +90,7 @@ struct ConvertOptions {
   std::filesystem::path out;  // pack directory to create
   Preset preset = Preset::kQ4_K_M;
   quant::Layout q4k_layout = quant::Layout::kColumnWise;
-  quant::DType kv_dtype = quant::DType::kF16;  // KV cache precision of the execution graph: F16 or F32
+  KvDtype kv_dtype = KvDtype::kF16;  // KV cache precision of the execution graph
   std::optional<bool> fuse_gate_up;            // default: preset_is_quantized(preset)
   std::vector<std::string> tensor_types;       // "REGEX=TYPE" overrides, first match wins
   uint64_t shard_size_bytes = kDefaultShardSizeBytes;
@@ -147,8 +147,8 @@ struct ConvertReport {
 // Runs the whole conversion. Errors carry the codes of README "Exit codes" (through tools/exit_codes.h):
 // kNotFound (src, config, tensor), kParse/kSchema/kValidation (malformed input), kUnsupported (architecture,
 // dtype), kNonFinite (NaN/Inf in a weight, naming tensor and index), kAlreadyExists (out exists, no force),
-// kNoSpace, kIo, kInvalidArgument (options). The execution graph (kernels/graph_plan.h) is planned and checked
-// (kernels/graph_check.h) before any byte is written and again on the final manifest; a violation fails the
+// kNoSpace, kIo, kInvalidArgument (options). The execution graph (graph/graph_plan.h) is planned and checked
+// (graph/graph_check.h) before any byte is written and again on the final manifest; a violation fails the
 // conversion with the planner's / checker's code (kUnsupported: no kernel of this build reads a tensor's
 // dtype / layout; kValidation: a tensor the graph needs is missing or misshapen), and nothing is committed.
 Result<ConvertReport> convert_model(const ConvertOptions& options);

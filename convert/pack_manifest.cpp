@@ -4,8 +4,8 @@
 #include <cctype>
 
 #include "convert/plan.h"
-#include "kernels/graph_check.h"
-#include "kernels/graph_plan.h"
+#include "graph/graph_check.h"
+#include "graph/graph_plan.h"
 #include "rdrr/validate.h"
 
 namespace rdrr::convert {
@@ -31,7 +31,7 @@ std::map<std::string, std::string> converter_flags(const ConvertOptions& o, bool
   std::map<std::string, std::string> f;
   f["quantize"] = std::string(preset_name(o.preset));
   f["q4k-layout"] = std::string(quant::layout_name(o.q4k_layout));
-  f["kv-dtype"] = o.kv_dtype == quant::DType::kF32 ? "f32" : "f16";
+  f["kv-dtype"] = std::string(kv_dtype_name(o.kv_dtype));
   f["fuse-gate-up"] = fuse_gate_up ? "true" : "false";
   f["shard-size"] = std::to_string(o.shard_size_bytes);
   f["allow-nonfinite"] = o.allow_nonfinite ? "true" : "false";
@@ -63,17 +63,17 @@ TensorEntry tensor_entry(const TensorJob& job) {
 
 }  // namespace
 
-Status add_execution_graph(Manifest& m, quant::DType kv_dtype) {
+Status add_execution_graph(Manifest& m, KvDtype kv_dtype) {
   m.inference.execution.reset();
-  kernels::GraphPlanOptions opts;
+  graph::GraphPlanOptions opts;
   opts.kv_dtype = kv_dtype;
-  Result<ExecutionGraph> g = kernels::plan_execution_graph(m, opts);
+  Result<ExecutionGraph> g = graph::plan_execution_graph(m, opts);
   if (!g.ok()) return Status(g.status()).context("execution graph");
   m.inference.execution = std::move(g).value();
-  return kernels::check_execution_graph(m).context("execution graph");
+  return graph::check_execution_graph(m).context("execution graph");
 }
 
-Status preflight_execution_graph(const ModelConfig& cfg, const std::vector<TensorJob>& jobs, quant::DType kv_dtype) {
+Status preflight_execution_graph(const ModelConfig& cfg, const std::vector<TensorJob>& jobs, KvDtype kv_dtype) {
   Manifest m;
   m.architecture = cfg.architecture;
   m.inference = cfg.inference;

@@ -24,7 +24,7 @@ struct ManifestInputs {
   std::vector<FileRecord> source_files;       // provenance, names relative to the input folder
   std::map<std::string, std::string> flags;   // converter.flags
   std::vector<std::string> tensor_sha256;     // per job (same order), empty: no tensor hashes
-  quant::DType kv_dtype = quant::DType::kF16;  // KV cache precision of the execution graph
+  KvDtype kv_dtype = KvDtype::kF16;  // KV cache precision of the execution graph
 };
 
 // The manifest tensor role and group of a canonical tensor name ("embed", "head", "layer.N").
@@ -38,14 +38,14 @@ std::map<std::string, std::string> converter_flags(const ConvertOptions& options
 std::string quantization_label(Preset preset);
 
 // Plans the execution graph of `m` (architecture, inference parameters and tensors final) with this build's
-// kernels (kernels/graph_plan.h), checks it (kernels/graph_check.h, digests included) and sets
+// kernels (graph/graph_plan.h), checks it (graph/graph_check.h, digests included) and sets
 // m.inference.execution. Errors: the planner's or checker's, prefixed with "execution graph: ".
-Status add_execution_graph(Manifest& m, quant::DType kv_dtype);
+Status add_execution_graph(Manifest& m, KvDtype kv_dtype);
 
 // The graph check before anything is written: add_execution_graph on a manifest holding only the model
 // config and the planned tensors (names, dtypes, shapes, layouts). The conversion stops here when the
 // graph cannot be planned for this build.
-Status preflight_execution_graph(const ModelConfig& cfg, const std::vector<TensorJob>& jobs, quant::DType kv_dtype);
+Status preflight_execution_graph(const ModelConfig& cfg, const std::vector<TensorJob>& jobs, KvDtype kv_dtype);
 
 // Fills every field, derives counts, canonicalizes, plans and checks the execution graph (add_execution_graph)
 // and runs validate_manifest (its errors, prefixed with "manifest: ", e.g. a model id with control characters).

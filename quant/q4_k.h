@@ -33,8 +33,8 @@ void dequantize_q4_k(std::span<const BlockQ4K> src, std::span<float> dst);
 // Search (quant/q4_k_search.inc): per sub-block a least-squares (scale, min) fit over a few level grids plus
 // a Lloyd step, block scales d/dmin from the largest fits, then a small search over the 6-bit codes scored by
 // requantising. It does not start from llama.cpp's blocks: a single block can be a little worse than
-// quantize_q4_k_reference's, but tensors are better (measured: relative RMSE 0.98x llama.cpp's on the
-// fixture models and on normal / Laplace / Student-t matrices; tests/quant_quality_test.cpp).
+// quantize_q4_k_reference's, but tensors are better (lower relative RMSE than llama.cpp's on the fixture
+// models and on normal / Laplace / Student-t matrices; tests/quant_quality_test.cpp, bench/README.md).
 // Values must be finite (the converter rejects NaN/Inf); non-finite input gives unspecified blocks, no crash.
 // AVX2 and scalar paths (see quant/cpu.h) give identical bytes.
 void quantize_q4_k(std::span<const float> src, std::span<BlockQ4K> dst, std::span<const float> weights = {});

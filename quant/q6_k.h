@@ -13,9 +13,9 @@ namespace rdrr::quant {
 // Search (quant/q6_k_search.inc): d from the block's largest value, then per 16-value group a few int8 scales
 // that put the group's largest value exactly on a level (-32 .. -26) and a Lloyd step, each scored by
 // requantising. It does not start from llama.cpp's blocks: a single block can be a little worse than
-// quantize_q6_k_reference's, but tensors are better (measured: relative RMSE 0.94-0.95x the reference's on the
-// fixtures' weights and on normal / Laplace / Student-t data). AVX2 and generic builds (see quant/cpu.h) give
-// identical bytes.
+// quantize_q6_k_reference's, but tensors are better (lower relative RMSE than the reference's on the fixtures'
+// weights and on normal / Laplace / Student-t data; bench/README.md). AVX2 and generic builds (see quant/cpu.h)
+// give identical bytes.
 void quantize_q6_k(std::span<const float> src, std::span<BlockQ6K> dst, std::span<const float> weights = {});
 
 // Bit-exact replica of llama.cpp's quantize_row_q6_K_ref (weights empty) / quantize_row_q6_K_impl with

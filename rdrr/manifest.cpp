@@ -78,6 +78,20 @@ std::optional<RopeConvention> parse_rope_convention(std::string_view s) { return
 std::string_view tensor_role_name(TensorRole v) { return enum_name(kTensorRoles, v); }
 std::optional<TensorRole> parse_tensor_role(std::string_view s) { return enum_parse(kTensorRoles, s); }
 
+constexpr NameTable<KvDtype, 2> kKvDtypes{{{KvDtype::kF16, "f16"}, {KvDtype::kF32, "f32"}}};
+std::string_view kv_dtype_name(KvDtype v) { return enum_name(kKvDtypes, v); }
+std::optional<KvDtype> parse_kv_dtype(std::string_view s) { return enum_parse(kKvDtypes, s); }
+quant::DType kv_storage_dtype(KvDtype v) { return v == KvDtype::kF32 ? quant::DType::kF32 : quant::DType::kF16; }
+std::optional<KvDtype> kv_dtype_of(quant::DType storage) {
+  if (storage == quant::DType::kF16) return KvDtype::kF16;
+  if (storage == quant::DType::kF32) return KvDtype::kF32;
+  return std::nullopt;
+}
+
+bool rope_needs_freq_table(const RopeConfig& rope) {
+  return rope.scaling_type == RopeScalingType::kLlama3 || rope.scaling_type == RopeScalingType::kYarn;
+}
+
 std::string shape_to_string(std::span<const uint64_t> shape) {
   std::string out = "[";
   for (size_t i = 0; i < shape.size(); ++i) {

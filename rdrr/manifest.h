@@ -181,6 +181,10 @@ struct RopeConfig {                   // json: inference.rope. Resolved values: 
   bool operator==(const RopeConfig&) const = default;
 };
 
+// Whether the global rotary embedding needs the CPU frequency table (llama3 / YaRN scaling): the graph planner
+// then pins rope_freqs (kv_append_rope binds the table at run time), the runtime builds the table.
+bool rope_needs_freq_table(const RopeConfig& rope);
+
 struct OutputConfig {                             // json: inference.output
   std::optional<double> final_logit_softcapping;  // json: finalLogitSoftcapping
   bool tie_word_embeddings = false;               // json: tieWordEmbeddings
@@ -190,6 +194,15 @@ struct OutputConfig {                             // json: inference.output
 
 // ---- execution graph (json: inference.execution); filled by the graph planner ----
 using SpecConstant = std::variant<bool, int64_t, double>;  // JSON true/false, integer, non-integer number
+
+// The KV cache precision of an execution graph: kernels map `precision: {"kvDtype": "f16" | "f32"}` on the
+// kv_append_* / attention_* kernels (SPEC 9.1).
+enum class KvDtype : uint8_t { kF16, kF32 };
+inline constexpr std::string_view kKvDtypeKey = "kvDtype";      // the precision key
+std::string_view kv_dtype_name(KvDtype kv);                     // "f16" / "f32", as in the manifest
+std::optional<KvDtype> parse_kv_dtype(std::string_view name);   // nullopt for any other string
+quant::DType kv_storage_dtype(KvDtype kv);                      // DType::kF16 / kF32
+std::optional<KvDtype> kv_dtype_of(quant::DType storage);       // nullopt unless F16 / F32
 
 struct KernelSpec {                               // json: inference.execution.kernels.<key>
   std::string file;                               // json: kernel (shader file name, e.g. "matmul_q4k.comp")

@@ -17,7 +17,7 @@
 namespace rdrr::runtime {
 
 using exec_detail::Buf;
-using exec_detail::Kind;
+using exec_detail::Dispatch;
 using exec_detail::Plan;
 using exec_detail::Step;
 using quant::DType;
@@ -70,7 +70,7 @@ struct Executor::Impl {
   std::unique_ptr<Recorder> recs[2];  // decode steps alternate between them (one may run while the other records)
   Recorder* rec = nullptr;            // the one being recorded into
   KvCache kv;
-  Buffer act[static_cast<size_t>(Buf::kCount)];
+  Buffer act[graph::kActivationCount];
   Buffer ids, pos, pos_table, tokens, gemv_scratch, attn_scratch, sample_scratch, inv_freq;
   uint64_t pos_stride = 0;
   uint64_t token_stride = 0;
@@ -96,8 +96,9 @@ struct Executor::Impl {
       : dev(d), pack(p), opts(o), plan(std::move(pl)), kv(std::move(cache)) {}
 
   BufferRange buf(Buf b) const { return act[static_cast<size_t>(b)].range(); }
+  uint32_t width(Buf b) const { return graph::buffer_width(plan.dims, b); }
   BufferRange rows(Buf b, uint32_t first, uint32_t n) const {
-    const uint64_t w = uint64_t{plan.dims.width(b)} * 4;
+    const uint64_t w = uint64_t{width(b)} * 4;
     return buf(b).sub(first * w, n * w);
   }
 
@@ -114,9 +115,9 @@ struct Executor::Impl {
 };
 
 Status Executor::Impl::allocate() {
-  const exec_detail::Dims& d = plan.dims;
-  for (size_t i = 0; i < static_cast<size_t>(Buf::kCount); ++i) {
-    const uint64_t bytes = uint64_t{batch} * d.width(static_cast<Buf>(i)) * 4;
+  const graph::Dims& d = plan.dims;
+  for (size_t i = 0; i < graph::kActivationCount; ++i) {
+    const uint64_t bytes = uint64_t{batch} * width(static_cast<Buf>(i)) * 4;
     RDRR_ASSIGN_OR_RETURN(act[i], dev.allocate(std::max<uint64_t>(bytes, 4), "activations"));
   }
   RDRR_ASSIGN_OR_RETURN(ids, dev.allocate(uint64_t{batch} * 4, "token ids"));
@@ -194,12 +195,12 @@ Status Executor::Impl::record_step(const Step& s, uint32_t m, uint32_t p0, uint3
                                    const BufferRange& pos_range, const SampleOptions* sample) {
   const Manifest& mf = pack.manifest();
   const Inference& inf = mf.inference;
-  const exec_detail::Dims& d = plan.dims;
+  const graph::Dims& d = plan.dims;
   const float eps = static_cast<float>(inf.normalization.rms_norm_eps);
   const float offset = static_cast<float>(inf.normalization.weight_offset);
-  const uint32_t w_in = d.width(s.in), w_out = d.width(s.out);
+  const uint32_t w_in = width(s.in), w_out = width(s.out);
   switch (s.kind) {
-    case Kind::kEmbed: {
+    case Dispatch::kEmbed: {
       const TensorEntry& w = *s.weight->entry;
       EmbedArgs e;
       e.table = s.weight->range;
@@ -214,14 +215,14 @@ Status Executor::Impl::record_step(const Step& s, uint32_t m, uint32_t p0, uint3
       e.kernel = s.kernel->name;
       return record_embed(*rec, e, s.label);
     }
-    case Kind::kNorm:
+    case Dispatch::kNorm:
       return record_rms_norm(*rec, {rows(s.in, 0, m), s.weight->range, rows(s.out, 0, m), w_in, m, eps, offset}, s.label);
-    case Kind::kAddNorm:
+    case Dispatch::kAddNorm:
       return record_add_rms_norm(*rec, {rows(Buf::kHidden, 0, m), rows(Buf::kProj, 0, m), s.weight->range,
                                         rows(Buf::kNormed, 0, m), d.d, m, eps, offset},
                                  s.label);
-    case Kind::kMatmul: return record_matmul(s, rows(s.in, 0, m), rows(s.out, 0, m), m);
-    case Kind::kBias:
+    case Dispatch::kMatmul: return record_matmul(s, rows(s.in, 0, m), rows(s.out, 0, m), m);
+    case Dispatch::kBias:
       if (s.kernel->name == "add_bias") {
         return record_add_bias(*rec, rows(s.out, 0, m), s.weight->range, rows(s.out, 0, m), s.n, m, s.label);
       }
@@ -229,16 +230,11 @@ Status Executor::Impl::record_step(const Step& s, uint32_t m, uint32_t p0, uint3
         RDRR_RETURN_IF_ERROR(record_add(*rec, rows(s.out, r, 1), s.weight->range, rows(s.out, r, 1), s.n, s.label));
       }
       return Status::Ok();
-    case Kind::kHeadNorm:
+    case Dispatch::kHeadNorm:
       return record_head_norm(*rec, {rows(s.out, 0, m), s.weight->range, rows(s.out, 0, m), m, s.n, d.head_dim, eps, offset},
                               s.label);
-    case Kind::kRope: {
-      const bool table = !s.local && s.kernel->name == "rope_freqs";
-      if (!s.local && !table && exec_detail::rope_needs_table(inf.rope)) {
-        return error(StatusCode::kUnsupported, "step " + s.where + " '" + s.label + "': kernel rope cannot apply " +
-                                                   std::string(rope_scaling_type_name(inf.rope.scaling_type)) +
-                                                   " scaling (needs rope_freqs)");
-      }
+    case Dispatch::kRope: {
+      const bool table = s.freq_table;
       const KvRope rot = rotation(s, table, pos_range);
       RopeArgs a;
       a.x = rows(s.out, 0, m);
@@ -255,13 +251,13 @@ Status Executor::Impl::record_step(const Step& s, uint32_t m, uint32_t p0, uint3
       a.mscale = rot.mscale;
       return record_rope(*rec, a, s.label);
     }
-    case Kind::kKvAppend:
+    case Dispatch::kKvAppend:
       return record_kv_append(*rec, {kv.layer(layer), rows(Buf::kK, 0, m), rows(Buf::kV, 0, m), m, p0, std::nullopt}, s.label);
-    case Kind::kKvAppendRope: {
-      const KvRope rot = rotation(s, !s.local && exec_detail::rope_needs_table(inf.rope), pos_range);
+    case Dispatch::kKvAppendRope: {
+      const KvRope rot = rotation(s, s.freq_table, pos_range);
       return record_kv_append(*rec, {kv.layer(layer), rows(Buf::kK, 0, m), rows(Buf::kV, 0, m), m, p0, rot}, s.label);
     }
-    case Kind::kAttention: {
+    case Dispatch::kAttention: {
       const AttentionConfig& at = inf.attention;
       AttentionArgs a;
       a.q = rows(Buf::kQ, 0, m);
@@ -277,20 +273,20 @@ Status Executor::Impl::record_step(const Step& s, uint32_t m, uint32_t p0, uint3
       a.softcap = static_cast<float>(at.attn_logit_softcapping.value_or(0.0));
       return record_attention(*rec, a, s.label);
     }
-    case Kind::kGlu:
+    case Dispatch::kGlu:
       return record_glu(*rec, inf.ffn.activation == rdrr::Activation::kGeluTanh ? Activation::kGeluTanh : Activation::kSilu,
                         rows(Buf::kGate, 0, m), rows(Buf::kUp, 0, m), rows(Buf::kAct, 0, m), m * d.ff, s.label);
-    case Kind::kGluSplit:
+    case Dispatch::kGluSplit:
       return record_glu_split(*rec,
                               inf.ffn.activation == rdrr::Activation::kGeluTanh ? Activation::kGeluTanh : Activation::kSilu,
                               rows(Buf::kGateUp, 0, m), rows(Buf::kAct, 0, m), d.ff, m, s.label);
-    case Kind::kResidual:
+    case Dispatch::kResidual:
       return record_add(*rec, rows(Buf::kHidden, 0, m), rows(Buf::kProj, 0, m), rows(Buf::kHidden, 0, m), m * d.d, s.label);
-    case Kind::kSoftcap: {
+    case Dispatch::kSoftcap: {
       const float cap = static_cast<float>(inf.output.final_logit_softcapping.value_or(0.0));
       return record_softcap(*rec, rows(Buf::kLogits, 0, m), rows(Buf::kLogits, 0, m), m * w_out, cap, s.label);
     }
-    case Kind::kSample: {
+    case Dispatch::kSample: {
       SampleArgs a;
       a.logits = rows(Buf::kLogits, m - 1, 1);
       a.scratch = sample_scratch.range();
@@ -339,10 +335,10 @@ Status Executor::Impl::record_pass(const BufferRange& ids_range, const BufferRan
     for (const Step& s : layers[l]) RDRR_RETURN_IF_ERROR(record_step(s, m, p0, l, ids_range, pos_range, sample));
   }
   if (post_rows == 0) return Status::Ok();
-  const exec_detail::Dims& d = plan.dims;
+  const graph::Dims& d = plan.dims;
   for (const Step& s : plan.post) {
-    if (s.kind == Kind::kSample && sample == nullptr) continue;
-    if (s.kind == Kind::kNorm && s.in == Buf::kHidden) {
+    if (s.kind == Dispatch::kSample && sample == nullptr) continue;
+    if (s.kind == Dispatch::kNorm && s.in == Buf::kHidden) {
       // final_norm of the last post_rows rows of hidden into rows 0.. of normed.
       const float eps = static_cast<float>(pack.manifest().inference.normalization.rms_norm_eps);
       const float offset = static_cast<float>(pack.manifest().inference.normalization.weight_offset);

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "graph/graph_ops.h"
 #include "kernels/registry.h"
 #include "quant/dtype.h"
 #include "quant/status.h"
@@ -16,46 +17,26 @@
 
 namespace rdrr::runtime::exec_detail {
 
-// Activation buffers (kernels/graph_ops.h "Data flow").
-enum class Buf : uint8_t { kHidden, kNormed, kQ, kK, kV, kAttn, kProj, kGate, kUp, kGateUp, kAct, kLogits, kCount };
-
-enum class Kind : uint8_t {
-  kEmbed,
-  kNorm,       // rms_norm in -> out
-  kAddNorm,    // hidden += proj; normed = norm(hidden)
-  kMatmul,
-  kBias,       // out += bias (broadcast per row)
-  kHeadNorm,   // per-head rms_norm of q / k
-  kRope,
-  kKvAppend,
-  kKvAppendRope,  // k rotated into the cache with v (kv_append_rope / kv_append_rope_local)
-  kAttention,
-  kGlu,
-  kGluSplit,
-  kResidual,   // hidden += proj
-  kSoftcap,
-  kSample,
-};
+using graph::Buf;
+using graph::Dims;
+using graph::Dispatch;
 
 struct Step {
+  const graph::OpInfo* op = nullptr;  // the op's row (graph/graph_ops.h)
   std::string label;  // the graph op, e.g. "q_proj" (dispatch labels, profiles)
   std::string where;  // "decode[3] layer 2" (error messages)
-  Kind kind = Kind::kNorm;
+  Dispatch kind = Dispatch::kNorm;
   const kernels::KernelInfo* kernel = nullptr;  // the pinned kernel (kernel key)
   const PackTensor* weight = nullptr;           // resolved weight (layer substituted), or nullptr
-  Buf in = Buf::kHidden;
-  Buf out = Buf::kHidden;
+  Buf in = Buf::kHidden;   // the op's first buffer read
+  Buf out = Buf::kHidden;  // the op's last buffer written
   uint32_t n = 0;         // matmul outputs / bias length; heads for head norm / rope
   uint32_t k = 0;         // matmul inputs
-  bool local = false;     // rope: local theta, unscaled; attention: sliding window
+  bool local = false;     // rope: local theta, unscaled; attention: sliding window (graph::kLocal)
+  bool freq_table = false;  // rotates with the CPU frequency table (non-local, rope_needs_freq_table)
   // Prefill GEMM matmuls: the GEMV kernel the decode phase pins for the same weight in the same layer, which
   // the executor runs once per row for short prompts (ExecutorOptions::gemv_prefill_rows); nullptr if none.
   const kernels::KernelInfo* row_kernel = nullptr;
-};
-
-struct Dims {
-  uint32_t d = 0, heads = 0, kv_heads = 0, head_dim = 0, ff = 0, vocab = 0, layers = 0;
-  uint32_t width(Buf b) const;  // f32 elements per row of an activation buffer
 };
 
 struct Plan {
@@ -70,11 +51,8 @@ struct Plan {
   bool needs_rope_table = false;    // some step runs rope_freqs, or kv_append_rope with llama3 / YaRN scaling
 };
 
-// check_execution_graph (with digests), then resolves every step. Errors name the phase / step / layer.
+// check_execution_graph (with digests), then maps every step to its op row, kernel, weight and buffers.
+// Errors name the phase / step / layer.
 Result<Plan> compile_plan(const Pack& pack);
-
-// Whether the model's global rotary embedding needs the CPU frequency table (llama3 / YaRN scaling), the rule
-// by which kernels/graph_plan.cpp picks rope_freqs; kv_append_rope follows it at run time.
-bool rope_needs_table(const RopeConfig& rope);
 
 }  // namespace rdrr::runtime::exec_detail

@@ -15,9 +15,8 @@ using namespace ops_detail;
 
 constexpr uint32_t kMaxHeadDim = 512;        // attention.comp MAX_HEAD_DIM
 constexpr uint32_t kTargetWorkgroups = 256;  // automatic split-K aims for about this many workgroups
-// attention_decode.comp: its workgroups are latency-bound streams, so more of them keep more loads in flight
-// (H100, bench_kernels, 32 heads / 8 KV heads, L = 32768: 8 / 16 / 32 / 64 splits = 195 / 141 / 144 / 156 us;
-// L = 8192: 57.6 / 46.3 / 49.9 / 61.0 us).
+// attention_decode.comp: its workgroups are latency-bound streams, so more of them keep more loads in flight,
+// up to a point: the target comes from a split-count sweep on an H100 (bench/README.md, attention decode).
 constexpr uint32_t kDecodeTargetWorkgroups = 512;
 constexpr uint32_t kMaxSplits = 64;
 // Split scratch layout: a ticket per head (attention_decode.comp's in-dispatch merge) at the start, then the

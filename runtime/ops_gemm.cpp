@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/graph_ops.h"
+#include "kernels/kernel_choice.h"
 #include "kernels/registry.h"
 #include "quant/blocks.h"
 #include "runtime/binding_split.h"
@@ -30,17 +30,10 @@ static_assert(sizeof(GemmPush) == 64);
 
 constexpr uint64_t kIndexLimit = uint64_t{1} << 32;
 // From this many rows (tokens) on, the automatic tile is TM 32 x TN 128 (256 invocations) instead of the
-// registry's 16 x 64: twice the products per decoded weight and per staged x value (H100, bench_kernels
-// gemm, Q4_K 4096x4096 / 14336x4096: M = 256 653 -> 470 us / 2180 -> 1540 us; M = 16 190 -> 335 us).
+// registry's 16 x 64: twice the products per decoded weight and per staged x value; faster for long prompts,
+// slower for short ones (bench/README.md, GEMM).
 constexpr uint32_t kWideTileFromRows = 64;
 constexpr GemmTuning kWideTile{32, 8, 4, 4, 0};
-// Up to this many rows the automatic choice keeps the f32 kernel: the cooperative-matrix tile (64 rows x 128
-// outputs) leaves too few workgroups for short prompts (H100, bench_kernels gemm, Q4_K row_wise 4096x4096:
-// M = 16 / 32 f32 191 / 191 us against cm 261 / 262; M = 64 327 against 261; 14336x4096 M = 64: 473 against 250).
-constexpr uint32_t kCoopmatAboveRows = 32;
-
-// The cooperative-matrix kernels (gemm.comp COOPMAT) are named <base>_cm.
-bool is_coopmat(std::string_view kernel_name) { return kernel_name.ends_with("_cm"); }
 
 std::vector<SpecValue> gemm_spec(const GemmTuning& t) {
   std::vector<SpecValue> s;
@@ -76,7 +69,7 @@ Result<const Pipeline*> gemm_pipeline(Recorder& rec, const kernels::KernelInfo& 
   const std::vector<SpecValue> spec = gemm_spec(t);
   const std::array<uint64_t, 5> v = resolved_tile(kernel, t);
   if (v[0] * v[1] * v[2] * v[3] * v[4] == 0) return error(StatusCode::kInvalidArgument, ctx + ": tile size is 0");
-  const uint64_t shared_bytes = tile_shared_bytes(v, is_coopmat(kernel.name));
+  const uint64_t shared_bytes = tile_shared_bytes(v, kernels::is_coopmat_kernel(kernel.name));
   const uint64_t limit = rec.device().caps().max_compute_shared_memory_bytes;
   if (shared_bytes > limit) {
     return error(StatusCode::kUnsupported, ctx + ": tile needs " + std::to_string(shared_bytes) +
@@ -170,7 +163,7 @@ Status record_gemm_rows(Recorder& rec, const GemmArgs& a, const Pipeline& pipe, 
 Result<const kernels::KernelInfo*> coopmat_choice(Recorder& rec, const kernels::KernelInfo& kernel,
                                                   const GemmArgs& a, bool automatic, const std::string& ctx) {
   const bool supported = rec.device().caps().coopmat_f16_16x16;
-  if (is_coopmat(kernel.name)) {
+  if (kernels::is_coopmat_kernel(kernel.name)) {
     if (!supported) {
       return error(StatusCode::kUnsupported, ctx + ": kernel " + std::string(kernel.name) +
                                                  " needs VK_NV_cooperative_matrix (f16 16x16x16, subgroups of 32, "
@@ -187,12 +180,8 @@ Result<const kernels::KernelInfo*> coopmat_choice(Recorder& rec, const kernels::
   if (a.tuning.dbuf != 0) {
     return error(StatusCode::kInvalidArgument, ctx + ": tuning dbuf applies to the *_cm kernels only");
   }
-  if (!supported || !a.cooperative_matrix || !automatic || a.m_rows <= kCoopmatAboveRows) return &kernel;
-  for (std::string_view v : kernels::kernel_variants(kernel.name)) {
-    const kernels::KernelInfo* info = kernels::find_kernel(v);
-    if (info != nullptr && is_coopmat(v) && rec.allows(v)) return info;
-  }
-  return &kernel;
+  return kernels::device_gemm_kernel(kernel, a.m_rows, device_facts(rec.device().caps()),
+                                     automatic && a.cooperative_matrix, [&](std::string_view v) { return rec.allows(v); });
 }
 
 }  // namespace
@@ -202,7 +191,8 @@ Status record_gemm(Recorder& rec, const GemmArgs& a, std::string_view label) {
                           std::string(quant::layout_name(a.layout)) + " M=" + std::to_string(a.m_rows) +
                           " N=" + std::to_string(a.n_rows) + " K=" + std::to_string(a.k) + "]";
   if (a.m_rows == 0 || a.n_rows == 0 || a.k == 0) return error(StatusCode::kInvalidArgument, ctx + ": empty shape");
-  const kernels::KernelInfo* kernel = kernels::find_kernel(kernels::Op::kGemm, a.dtype, a.layout);
+  const kernels::KernelInfo* kernel =
+      kernels::pinned_matmul_kernel(kernels::MatmulPass::kPrefill, a.dtype, a.layout, a.k);
   if (kernel == nullptr) return error(StatusCode::kUnsupported, ctx + ": no gemm kernel for this dtype and layout");
   if (!a.kernel.empty()) {
     RDRR_ASSIGN_OR_RETURN(kernel, forced_kernel(a.kernel, kernels::Op::kGemm, a.dtype, a.layout, ctx));
@@ -237,7 +227,7 @@ Status record_gemm(Recorder& rec, const GemmArgs& a, std::string_view label) {
       t.local_size_x == 0 && t.local_size_y == 0 && t.rm == 0 && t.rn == 0 && t.tk == 0 && t.dbuf == 0;
   const DeviceCaps& caps = rec.device().caps();
   RDRR_ASSIGN_OR_RETURN(kernel, coopmat_choice(rec, *kernel, a, automatic, ctx));
-  const bool wide = !is_coopmat(kernel->name) && automatic && a.m_rows >= kWideTileFromRows &&
+  const bool wide = !kernels::is_coopmat_kernel(kernel->name) && automatic && a.m_rows >= kWideTileFromRows &&
                     caps.max_workgroup_invocations >= kWideTile.local_size_x * kWideTile.local_size_y &&
                     caps.max_compute_shared_memory_bytes >= tile_shared_bytes(resolved_tile(*kernel, kWideTile));
   RDRR_ASSIGN_OR_RETURN(const Pipeline* pipe, gemm_pipeline(rec, *kernel, wide ? kWideTile : t, ctx));

@@ -5,6 +5,7 @@
 #include <numeric>
 #include <string>
 
+#include "kernels/kernel_choice.h"
 #include "kernels/registry.h"
 #include "quant/blocks.h"
 #include "runtime/binding_split.h"
@@ -42,10 +43,7 @@ constexpr uint32_t kMinAutoKChunk = 64;     // automatic split size floor (2 inp
 // Automatic split: about one workgroup per SM of an H100 in all (the software-pipelined kernel keeps a slice's
 // loads in flight while it decodes), the inputs cut into that many equal splits (a whole number of inputs per
 // slice). Fewer workgroups leave SMs idle; more (two on some SMs) or unequal splits leave the call waiting on
-// its slowest SMs (H100, bench_kernels, GPU span per serialized / independent call: 4096x14336 1024 -> 1792
-// inputs per split 24.9 -> 24.0 / 16.0 -> 15.4 us; 28672x4096 2048 -> 4096 (one split) 40.7 -> 40.5 / 30.2 ->
-// 29.4 us; 14336x4096 1024 -> 2048 24.5 -> 25.6 / 16.1 -> 15.4 us; 4096x4096, 8192x2048, 2048x8192 and 2048x2048
-// keep their split).
+// its slowest SMs (bench/README.md, Q4_K GEMV).
 constexpr uint64_t kTargetSplitGroups = 128;
 constexpr uint64_t kMaxSplits = 4095;         // splits per call at most
 // The scratch starts with one ticket per item group (uint, zero at rest), then the partials. More item groups
@@ -54,27 +52,19 @@ constexpr uint64_t kTicketWords = 1024;
 constexpr uint64_t kTicketBytes = kTicketWords * 4;
 constexpr uint64_t kMaxMergeSplits = 32;      // the merging workgroup reads this many partials per output
 // Vectorized rows path: a decode GEMV is one short wave, so with few workgroups (few rows) the registry's 64
-// invocations per workgroup leave the device under-occupied; below this many workgroups use 128 (H100,
-// bench_kernels: 2048x8192 12.99 -> 10.81 us; at 1024 workgroups and more the wider groups are slower).
+// invocations per workgroup leave the device under-occupied; below this many workgroups use 128 (from 1024
+// workgroups on the wider groups are slower; bench/README.md, Q4_K GEMV).
 constexpr uint64_t kVecWideBelowGroups = 768;
 constexpr uint32_t kVecWideLocalSize = 128;
 // ... and from this many workgroups on, 32 invocations (one NVIDIA subgroup) per workgroup: more workgroups in
-// flight and no cross-subgroup step (H100, bench_kernels, f32 decode, GPU span per serialized / independent
-// call: 8192x2048 10.01 -> 9.64 / 5.61 -> 4.71 us, 14336x4096 21.8 -> 21.9 / 16.25 -> 14.91 us).
+// flight and no cross-subgroup step (bench/README.md, Q4_K GEMV).
 constexpr uint64_t kVecNarrowFromGroups = 2048;
 constexpr uint32_t kVecNarrowLocalSize = 32;
 enum SplitMode : uint32_t { kPartialsOnly = 0, kDirect = 1, kMergeLast = 2 };
-// gemv_q4k_dot.comp: x values staged per shared-memory pass at most (2.5 bytes each), and the invocations of a
-// row group (subgroups must tile it: the device's largest subgroup divides it).
+// gemv_q4k_dot.comp: x values staged per shared-memory pass at most (2.5 bytes each).
 constexpr uint32_t kDotMaxChunk = 16384;
-// Automatic choice: gemv_q4_k_dot from this K on. Below it each workgroup's x staging is a large share of its
-// work (H100, bench_kernels, GPU span per serialized call, f32 decode -> integer dot: 4096x14336 22.9 -> 19.2 us,
-// 2048x8192 9.90 -> 9.83; 14336x4096 21.7 -> 21.9, 8192x2048 9.93 -> 10.24).
-constexpr uint32_t kDotMinK = 8192;
-constexpr uint32_t kDotGroupInvocations = 64;
 // gemv_q6k.comp: rows of at most this many 64-value items (K <= 2048) run 32 invocations per workgroup, not
-// 64 that would leave half idle (H100, bench_kernels, GPU span per serialized call: 8192x2048 17.2 -> 13.3 us,
-// 2048x2048 7.6 -> 7.1).
+// 64 that would leave half idle (bench/README.md, Q6_K GEMV).
 constexpr uint64_t kQ6NarrowItems = 32;
 constexpr uint32_t kQ6NarrowLocalSize = 32;
 
@@ -244,19 +234,21 @@ Status record_column(Recorder& rec, const GemvArgs& a, const kernels::KernelInfo
   Result<std::vector<BindingRange>> ranges =
       split_binding({a.w.offset, w_bytes, granule, dev.binding_limit_bytes(), dev.binding_alignment()});
   if (!ranges.ok()) return ranges.status().context(ctx);
-  // Forced kernel (GemvArgs::kernel): gemv_q4_k_col_split must run its split path, gemv_q4_k_col never does.
-  const bool forced_split = a.kernel == "gemv_q4_k_col_split";
-  if (a.kernel.empty() || forced_split) {
+  // gemv_q4_k_col_split (pinned, or the automatic choice) runs its split path where the args allow it; a forced
+  // one must. gemv_q4_k_col never splits.
+  if (kernel.name == "gemv_q4_k_col_split") {
     RDRR_ASSIGN_OR_RETURN(const bool split_done, record_column_split(rec, a, *ranges, ctx, label));
     if (split_done) return Status::Ok();
-    if (forced_split) {
+    if (!a.kernel.empty()) {
       return error(StatusCode::kUnsupported, ctx + ": forced kernel " + std::string(a.kernel) + " cannot run these args "
                                                    "(no scratch, scratch too small, blocks not 16-byte aligned or no subgroup "
                                                    "arithmetic and shuffle in compute)");
     }
   }
-  const std::vector<SpecValue> spec = gemv_spec(a.tuning, true, kernel, dev.caps());
-  Result<const Pipeline*> pipe = dev.pipelines().get(kernel, spec);
+  const kernels::KernelInfo* generic = kernels::find_kernel(kernels::Op::kGemv, a.dtype, a.layout);
+  if (generic == nullptr) return error(StatusCode::kInternal, ctx + ": no generic column_wise gemv kernel");
+  const std::vector<SpecValue> spec = gemv_spec(a.tuning, true, *generic, dev.caps());
+  Result<const Pipeline*> pipe = dev.pipelines().get(*generic, spec);
   if (!pipe.ok()) return pipe.status().context(ctx);
   const uint64_t groups = ceil_div(a.n_rows, (*pipe)->local_size()[0]);
   Result<std::array<uint32_t, 3>> grid = fold_groups(rec, groups, ctx);
@@ -326,38 +318,27 @@ Status record_rows(Recorder& rec, const GemvArgs& a, const kernels::KernelInfo* 
   Result<std::vector<BindingRange>> ranges =
       split_binding({a.w.offset, w_bytes, granule_bytes, dev.binding_limit_bytes(), dev.binding_alignment()});
   if (!ranges.ok()) return ranges.status().context(ctx);
-  // Q4_K with block-aligned rows and 16-byte aligned blocks: the vectorized kernels (gemv_q4k.comp ROWS, and
-  // gemv_q4k_dot.comp where the device has integer dot products).
-  bool vec = a.dtype == DType::kQ4_K && row_stride % be == 0;
-  for (const BindingRange& r : *ranges) vec = vec && r.skip_bytes % kQ4KVecBytes == 0;
-  const bool vec_forced = a.kernel == "gemv_q4_k_vec" || a.kernel == "gemv_q4_k_dot";
-  if (vec_forced && !vec) {
-    return error(StatusCode::kUnsupported, ctx + ": forced kernel " + std::string(a.kernel) +
-                                               " cannot run these args (rows not whole blocks or blocks not 16-byte "
-                                               "aligned)");
+  // The vectorized Q4_K kernels (gemv_q4k.comp ROWS, gemv_q4k_dot.comp) read 16-byte aligned blocks: an
+  // automatic choice falls back to the generic kernel where a binding range starts elsewhere.
+  bool aligned = true;
+  for (const BindingRange& r : *ranges) aligned = aligned && r.skip_bytes % kQ4KVecBytes == 0;
+  const auto is_vec = [](const kernels::KernelInfo* k) { return k->name == "gemv_q4_k_vec" || k->name == "gemv_q4_k_dot"; };
+  if (is_vec(kernel) && !aligned) {
+    if (!a.kernel.empty()) {
+      return error(StatusCode::kUnsupported, ctx + ": forced kernel " + std::string(a.kernel) +
+                                                 " cannot run these args (blocks not 16-byte aligned)");
+    }
+    kernel = kernels::find_kernel(kernels::Op::kGemv, a.dtype, a.layout);
   }
-  if (!a.kernel.empty() && !vec_forced) vec = false;
-  // Q6_K with block-aligned rows and K % 4 == 0: gemv_q6k.comp (32-bit word loads).
-  bool vec6 = a.dtype == DType::kQ6_K && row_stride % be == 0 && a.k % 4 == 0;
-  const bool vec6_forced = a.kernel == "gemv_q6_k_vec";
-  if (vec6_forced && !vec6) {
-    return error(StatusCode::kUnsupported, ctx + ": forced kernel gemv_q6_k_vec cannot run these args (rows not whole "
-                                                 "blocks or K not a multiple of 4)");
-  }
-  if (!a.kernel.empty() && !vec6_forced) vec6 = false;
+  // The device's choice for the pinned kernel (kernels/kernel_choice.h: gemv_q4_k_vec -> gemv_q4_k_dot).
   const DeviceCaps& caps = dev.caps();
-  const bool dot_ok = caps.integer_dot_product && caps.subgroup_size != 0 &&
-                      kDotGroupInvocations % largest_subgroup(caps) == 0;
-  const bool dot_forced = a.kernel == "gemv_q4_k_dot" || a.tuning.decode == 2;
-  if (vec && dot_forced && !dot_ok) {
-    return error(StatusCode::kUnsupported, ctx + ": gemv_q4_k_dot needs shaderIntegerDotProduct and subgroups "
-                                                 "that divide 64 invocations");
-  }
-  const bool dot = vec && dot_ok &&
-                   (dot_forced || (a.tuning.decode == 0 && caps.integer_dot_4x8_accelerated && a.k >= kDotMinK));
-  if (vec) kernel = kernels::find_kernel(dot ? "gemv_q4_k_dot" : "gemv_q4_k_vec");
-  if (vec6) kernel = kernels::find_kernel("gemv_q6_k_vec");
-  if (kernel == nullptr) return error(StatusCode::kInternal, ctx + ": vectorized gemv kernel is not registered");
+  Result<const kernels::KernelInfo*> run =
+      kernels::device_gemv_kernel(*kernel, a.k, device_facts(caps), static_cast<kernels::Q4KDecode>(a.tuning.decode));
+  if (!run.ok()) return run.status().context(ctx);
+  kernel = *run;
+  const bool vec = is_vec(kernel);
+  const bool dot = kernel->name == "gemv_q4_k_dot";
+  const bool vec6 = kernel->name == "gemv_q6_k_vec";
   if (vec) unit_bytes = kQ4KVecBytes;
   std::vector<SpecValue> spec;
   if (dot) {
@@ -446,10 +427,17 @@ Status record_gemv(Recorder& rec, const GemvArgs& a, std::string_view label) {
                           std::string(quant::layout_name(a.layout)) + " N=" + std::to_string(a.n_rows) +
                           " K=" + std::to_string(a.k) + "]";
   if (a.n_rows == 0 || a.k == 0) return error(StatusCode::kInvalidArgument, ctx + ": empty shape");
-  const kernels::KernelInfo* kernel = kernels::find_kernel(kernels::Op::kGemv, a.dtype, a.layout);
+  // The pinned (forced) kernel, or the one a graph would pin (kernels/kernel_choice.h).
+  const kernels::KernelInfo* kernel =
+      kernels::pinned_matmul_kernel(kernels::MatmulPass::kDecode, a.dtype, a.layout, a.k);
   if (kernel == nullptr) return error(StatusCode::kUnsupported, ctx + ": no gemv kernel for this dtype and layout");
   if (!a.kernel.empty()) {
-    RDRR_RETURN_IF_ERROR(forced_kernel(a.kernel, kernels::Op::kGemv, a.dtype, a.layout, ctx).status());
+    RDRR_ASSIGN_OR_RETURN(kernel, forced_kernel(a.kernel, kernels::Op::kGemv, a.dtype, a.layout, ctx));
+    std::string_view why;
+    if (!kernels::matmul_kernel_fits(*kernel, a.layout, a.k, &why)) {
+      return error(StatusCode::kUnsupported,
+                   ctx + ": forced kernel " + std::string(a.kernel) + " cannot run these args (" + std::string(why) + ")");
+    }
   }
   const uint64_t w_bytes = packed_weight_bytes(a.dtype, a.layout, a.n_rows, a.k);
   RDRR_RETURN_IF_ERROR(need_bytes(a.w, w_bytes, "w", ctx));

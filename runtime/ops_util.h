@@ -7,7 +7,9 @@
 #include <string>
 #include <string_view>
 
+#include "kernels/kernel_choice.h"
 #include "quant/status.h"
+#include "runtime/caps.h"
 #include "runtime/device.h"
 #include "runtime/memory.h"
 #include "runtime/pipeline.h"
@@ -20,6 +22,19 @@ inline uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 // Q4_K kernels that read blocks as uvec4 (gemv_q4k*.comp, gemm.comp's fast tiles) need blocks starting at
 // this alignment in the binding.
 constexpr uint64_t kQ4KVecBytes = 16;
+
+// gemv_q4_k_dot's row group: the device's largest subgroup must divide it.
+constexpr uint32_t kDotGroupInvocations = 64;
+
+// What the device offers the kernel choice (kernels/kernel_choice.h).
+inline kernels::DeviceFacts device_facts(const DeviceCaps& caps) {
+  kernels::DeviceFacts f;
+  f.int_dot_usable = caps.integer_dot_product && caps.subgroup_size != 0 &&
+                     kDotGroupInvocations % largest_subgroup(caps) == 0;
+  f.int_dot_fast = caps.integer_dot_4x8_accelerated;
+  f.coopmat_f16 = caps.coopmat_f16_16x16;
+  return f;
+}
 
 // kValidation "<ctx>: <field> range of N bytes < required M" when r is too short.
 inline Status need_bytes(const BufferRange& r, uint64_t need, std::string_view field, const std::string& ctx) {

@@ -5,7 +5,7 @@
 #include <set>
 #include <string>
 
-#include "kernels/graph_ops.h"
+#include "kernels/kernel_choice.h"
 #include "kernels/kernel_test_ref.h"
 #include "runtime/ops.h"
 #include "runtime/vk_test_fixture.h"
@@ -83,7 +83,7 @@ class ForcedKernelTest : public VulkanTest {
     if (with_scratch) g.scratch = scratch.range();
     g.kernel = kernel;
     RecorderOptions opts;
-    // The forced kernel and its companions (kernels/graph_ops.h), as a graph pins them.
+    // The forced kernel and its companions (kernels/kernel_choice.h), as a graph pins them.
     std::set<std::string, std::less<>> allowed{std::string(kernel.empty() ? "none" : kernel)};
     for (std::string_view c : kernels::kernel_companions(kernel)) allowed.emplace(c);
     opts.allowed_kernels = std::make_shared<const std::set<std::string, std::less<>>>(std::move(allowed));

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "convert/source.h"
-#include "kernels/graph_check.h"
-#include "kernels/graph_ops.h"
+#include "graph/graph_check.h"
+#include "graph/graph_ops.h"
 #include "rdrr/manifest_json.h"
 #include "rdrr/sha256.h"
 #include "rdrr/validate.h"
@@ -101,7 +101,7 @@ TEST_P(ConvertMatrix, EveryPresetAndLayoutValidatesAndDecodesCloseToTheSource) {
     const std::string what = c.model + (c.gguf ? " gguf " : " hf ") + preset + " " + layout;
     const fs::path out = tmp / (preset + "-" + layout);
     // No goldens and no calibration here (tests/verify_e2e_test.cpp and ConvertCli.CalibrationFlag cover them):
-    // each would add ~1-3 s of CPU per conversion.
+    // each would add seconds of CPU per conversion.
     const RunResult r = run_convert({source_of(c).string(), out.string(), "--quantize", preset, "--q4k-layout", layout,
                                      "--no-sync", "--quiet", "--threads", "2", "--golden-prompts", "none",
                                      "--calibration", "none"});
@@ -116,7 +116,7 @@ TEST_P(ConvertMatrix, EveryPresetAndLayoutValidatesAndDecodesCloseToTheSource) {
     ASSERT_EQ(r.exit_code, 0) << what << "\n" << r.err;
     const Manifest m = read_pack(out);
     ASSERT_TRUE(m.inference.execution.has_value()) << what;
-    const Status graph_ok = kernels::check_execution_graph(m);
+    const Status graph_ok = graph::check_execution_graph(m);
     EXPECT_TRUE(graph_ok.ok()) << what << ": " << graph_ok.to_string();
     ValidateOptions vo;
     vo.check_sha256 = true;
@@ -155,8 +155,8 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, ConvertMatrix,
 std::vector<std::string> matmul_kernels(const Manifest& m, const std::vector<LayerEntry>& phase, DType dtype) {
   std::vector<std::string> out;
   auto visit = [&](const ExecStep& s, const std::vector<uint32_t>& layers) {
-    const kernels::GraphOpInfo* op = kernels::find_graph_op(s.op);
-    if (op == nullptr || op->weight != kernels::WeightKind::kMatmul || !s.weight_ref) return;
+    const graph::OpInfo* op = graph::find_op(s.op);
+    if (op == nullptr || op->weight != graph::WeightKind::kMatmul || !s.weight_ref) return;
     for (uint32_t layer : layers) {
       std::string name = *s.weight_ref;
       name.replace(name.find("{L}"), 3, std::to_string(layer));
@@ -184,7 +184,7 @@ TEST(ConvertGraph, Q4KMColumnWiseRunsColumnKernels) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const Manifest m = read_pack(out);
   ASSERT_TRUE(m.inference.execution.has_value());
-  const Status s = kernels::check_execution_graph(m);
+  const Status s = graph::check_execution_graph(m);
   ASSERT_TRUE(s.ok()) << s.to_string();
   EXPECT_EQ(m.metadata.converter.flags.at("kv-dtype"), "f16");
   const ExecutionGraph& g = *m.inference.execution;
@@ -209,7 +209,7 @@ TEST(ConvertGraph, KvDtypeFlag) {
   ASSERT_TRUE(m.inference.execution.has_value());
   EXPECT_EQ(m.inference.execution->kernels.count("kv_append_rope_f32"), 1u);
   EXPECT_EQ(m.inference.execution->kernels.count("kv_append_rope_f16"), 0u);
-  EXPECT_TRUE(kernels::check_execution_graph(m).ok());
+  EXPECT_TRUE(graph::check_execution_graph(m).ok());
   const RunResult bad = run_convert({hf_dir("tiny-llama").string(), (tmp / "bad").string(), "--kv-dtype", "q8_0",
                                      "--no-sync", "--quiet"});
   EXPECT_EQ(bad.exit_code, 2);

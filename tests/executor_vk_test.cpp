@@ -73,7 +73,7 @@ Result<fs::path> pack_for(const Variant& v) {
   o.out = out;
   o.preset = v.preset;
   o.q4k_layout = v.layout;
-  o.kv_dtype = v.kv;
+  o.kv_dtype = kv_dtype_of(v.kv).value();
   o.threads = 2;
   o.sync_to_disk = false;
   RDRR_RETURN_IF_ERROR(convert::convert_model(o).status());

@@ -65,7 +65,7 @@ fs::path pack_dir(const std::string& model) {
   o.src = fs::path(RDRR_FIXTURES_DIR) / model / "hf";
   o.out = scratch_root() / model;
   o.preset = convert::Preset::kF32;
-  o.kv_dtype = quant::DType::kF32;
+  o.kv_dtype = KvDtype::kF32;
   o.threads = 2;
   o.sync_to_disk = false;
   auto r = convert::convert_model(o);

@@ -6,6 +6,7 @@
 #include <variant>
 
 #include "kernels/digest_table.h"
+#include "kernels/kernel_choice.h"
 #include "rdrr/manifest_json.h"
 #include "tools/pack_inspect.h"
 
@@ -54,18 +55,33 @@ json steps_json(const std::vector<ExecStep>& steps) {
   return out;
 }
 
+// The kernels the runtime may run in place of `key` on some devices (kernels/kernel_choice.h), among those the
+// graph pins.
+std::vector<kernels::DeviceChoice> pinned_device_choices(const ExecutionGraph& g, const std::string& key) {
+  std::vector<kernels::DeviceChoice> out;
+  for (const kernels::DeviceChoice& c : kernels::device_choices(key)) {
+    if (g.kernels.count(std::string(c.kernel)) != 0) out.push_back(c);
+  }
+  return out;
+}
+
 json graph_json(const Manifest& m) {
   if (!m.inference.execution) return nullptr;
   const ExecutionGraph& g = *m.inference.execution;
   json kernels = json::array();
   for (const KernelPinStatus& k : kernel_pin_statuses(m)) {
     const KernelSpec& spec = g.kernels.at(k.key);
+    json choices = json::array();
+    for (const kernels::DeviceChoice& c : pinned_device_choices(g, k.key)) {
+      choices.push_back({{"kernel", c.kernel}, {"when", c.when}});
+    }
     kernels.push_back({{"key", k.key},
                        {"kernel", spec.file},
                        {"entry", spec.entry},
                        {"pinnedDigest", k.pinned_digest},
                        {"builtDigest", k.built_digest.empty() ? json(nullptr) : json(k.built_digest)},
-                       {"status", k.status}});
+                       {"status", k.status},
+                       {"deviceChoices", choices}});
   }
   return {{"kernels", kernels},
           {"phases",
@@ -120,6 +136,9 @@ void graph_text(const Manifest& m, std::ostringstream& o) {
     o << "  " << k.key << "  " << spec.file << ":" << spec.entry << "  " << k.pinned_digest << "  " << k.status;
     if (k.status == kPinStale) o << " (this build: " << k.built_digest << "; run `rdrr-digests repin`)";
     o << "\n";
+    for (const kernels::DeviceChoice& c : pinned_device_choices(g, k.key)) {
+      o << "    device choice: runs " << c.kernel << " instead for " << c.when << "\n";
+    }
   }
 }
 

@@ -105,11 +105,12 @@ int main(int argc, char** argv) {
                 json);
   }
   o.q4k_layout = *lay;
-  if (kv_dtype != "f16" && kv_dtype != "f32") {
+  const std::optional<rdrr::KvDtype> kv = rdrr::parse_kv_dtype(kv_dtype);
+  if (!kv) {
     return fail(rdrr::error(rdrr::StatusCode::kInvalidArgument, "--kv-dtype " + kv_dtype + ": expected f16 or f32"),
                 json);
   }
-  o.kv_dtype = kv_dtype == "f32" ? rdrr::quant::DType::kF32 : rdrr::quant::DType::kF16;
+  o.kv_dtype = *kv;
   if (fuse && no_fuse) {
     return fail(rdrr::error(rdrr::StatusCode::kInvalidArgument, "--fuse-gate-up and --no-fuse-gate-up exclude each other"),
                 json);

@@ -3,7 +3,7 @@
 //   rdrr-digests sync  [--kernels-dir DIR] [--table FILE]   rewrite the table from sources + registry
 //   rdrr-digests check [--kernels-dir DIR] [--table FILE]   exit 8 (integrity) when any entry is stale
 //   rdrr-digests repin PATH... [--dry-run]                  re-pin packs' kernel digests to this build
-//       (kernels/repin.h). PATH: a pack folder, or a folder searched recursively for packs (sorted). Every
+//       (graph/repin.h). PATH: a pack folder, or a folder searched recursively for packs (sorted). Every
 //       pack is processed; exit 0 when all are pinned to this build (or, with --dry-run, could be), else
 //       the code of the first failure: 9 (unsupported) when a pack is refused (a pinned kernel is gone,
 //       moved, or no longer runs the pack), 3 invalid manifest, 4 no pack found, 5 / 6 I/O.
@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "graph/repin.h"
 #include "kernels/digest_table.h"
-#include "kernels/repin.h"
 #include "tools/exit_codes.h"
 
 namespace {
@@ -26,7 +26,7 @@ int report_error(const rdrr::Status& st) {
 }
 
 int run_repin(const std::vector<std::string>& paths, bool dry_run) {
-  rdrr::kernels::RepinOptions options;
+  rdrr::graph::RepinOptions options;
   options.dry_run = dry_run;
   int exit_code = rdrr::tools::kExitOk;
   auto fail = [&](const rdrr::Status& st) {
@@ -34,13 +34,13 @@ int run_repin(const std::vector<std::string>& paths, bool dry_run) {
     if (exit_code == rdrr::tools::kExitOk) exit_code = code;
   };
   for (const std::string& path : paths) {
-    rdrr::Result<std::vector<std::filesystem::path>> packs = rdrr::kernels::find_packs(path);
+    rdrr::Result<std::vector<std::filesystem::path>> packs = rdrr::graph::find_packs(path);
     if (!packs.ok()) {
       fail(packs.status());
       continue;
     }
     for (const std::filesystem::path& pack : *packs) {
-      rdrr::Result<rdrr::kernels::PackRepinResult> r = rdrr::kernels::repin_pack(pack, options);
+      rdrr::Result<rdrr::graph::PackRepinResult> r = rdrr::graph::repin_pack(pack, options);
       if (!r.ok()) {
         fail(r.status());
         continue;

@@ -12,8 +12,8 @@
 #include <string>
 
 #include "kernels/digest_table.h"
-#include "kernels/graph_check.h"
-#include "kernels/graph_plan.h"
+#include "graph/graph_check.h"
+#include "graph/graph_plan.h"
 #include "rdrr/manifest_json.h"
 #include "rdrr/manifest_testutil.h"
 
@@ -85,7 +85,7 @@ TEST(RdrrDigests, RepinRewritesStalePacksUnderAFolderAndRefusesBrokenOnes) {
   using rdrr::Manifest;
   const fs::path root = rdrr::testing::make_temp_dir("rdrr_digests_repin");
   Manifest good = rdrr::testing::tiny_gemma3_manifest();
-  good.inference.execution = rdrr::kernels::plan_execution_graph(good).value();
+  good.inference.execution = rdrr::graph::plan_execution_graph(good).value();
   Manifest stale = good;
   const std::string old_digest = "sha256:" + std::string(64, 'c');
   stale.inference.execution->kernels.at("rms_norm").digest = old_digest;
@@ -105,7 +105,7 @@ TEST(RdrrDigests, RepinRewritesStalePacksUnderAFolderAndRefusesBrokenOnes) {
   EXPECT_NE(fix.output.find("b-stale: repinned rms_norm: " + old_digest), std::string::npos) << fix.output;
   rdrr::Result<Manifest> after = rdrr::read_manifest_file(root / "packs" / "b-stale");
   ASSERT_TRUE(after.ok()) << after.status().to_string();
-  EXPECT_TRUE(rdrr::kernels::check_execution_graph(*after).ok());
+  EXPECT_TRUE(rdrr::graph::check_execution_graph(*after).ok());
   ASSERT_EQ(after->metadata.kernel_repins.size(), 1u);
   EXPECT_EQ(after->metadata.kernel_repins[0].from, old_digest);
   ToolRun again = run_tool("repin " + (root / "packs" / "b-stale").string());

@@ -1,11 +1,14 @@
 // rdrr-inspect PACK [--json]: a pack's summary (model, architecture, quantization, shards, tensors, execution
 // graph, kernels with digest status). rdrr-inspect PACK --tensor NAME --dequantize OUT.f32: one tensor decoded
-// to raw little-endian f32, logical [N, K] row-major. Thin main; the engine is tools/pack_inspect.h.
+// to raw little-endian f32, logical [N, K] row-major. rdrr-inspect --ops: the execution graph's op vocabulary
+// (graph/graph_ops.h) as the markdown table of rdrr/SPEC.md section 9.2. Thin main; the engine is
+// tools/pack_inspect.h.
 #include <CLI/CLI.hpp>
 
 #include <iostream>
 #include <string>
 
+#include "graph/graph_ops.h"
 #include "rdrr/file_io.h"
 #include "rdrr/manifest_json.h"
 #include "tools/exit_codes.h"
@@ -28,7 +31,9 @@ int main(int argc, char** argv) {
   std::string tensor;
   std::string dequantize;
   bool json = false;
-  app.add_option("PACK", pack, "pack directory or .rdrr.tar.zst")->required();
+  bool ops = false;
+  CLI::Option* pack_opt = app.add_option("PACK", pack, "pack directory or .rdrr.tar.zst");
+  app.add_flag("--ops", ops, "print the op vocabulary of this build (rdrr/SPEC.md 9.2) and exit")->excludes(pack_opt);
   app.add_flag("--json", json, "print the summary as JSON");
   app.add_option("--tensor", tensor, "tensor name (with --dequantize)");
   app.add_option("--dequantize", dequantize, "write --tensor decoded to raw little-endian f32 [N, K] row-major");
@@ -37,6 +42,11 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : rdrr::tools::kExitUsage;
   }
+  if (ops) {
+    std::cout << rdrr::graph::op_table_markdown();
+    return rdrr::tools::kExitOk;
+  }
+  if (pack.empty()) return fail(rdrr::error(rdrr::StatusCode::kInvalidArgument, "PACK is required (or --ops)"));
   if (tensor.empty() != dequantize.empty()) {
     return fail(rdrr::error(rdrr::StatusCode::kInvalidArgument, "--tensor and --dequantize go together"));
   }

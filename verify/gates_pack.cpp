@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <mutex>
 
+#include "graph/graph_check.h"
 #include "kernels/digest_table.h"
-#include "kernels/graph_check.h"
 #include "rdrr/manifest_json.h"
 #include "rdrr/sha256.h"
 #include "rdrr/shard_reader.h"
@@ -51,7 +51,7 @@ GateResult gate_structure(const fs::path& pack, std::optional<Manifest>& manifes
     fail(g, kExitVerifyInvalidPack, files.to_string());
     return g;
   }
-  const Status graph = kernels::check_execution_graph(*m, {.check_digests = false});
+  const Status graph = graph::check_execution_graph(*m, {.check_digests = false});
   if (!graph.ok()) {
     fail(g, kExitVerifyInvalidPack, "execution graph: " + graph.to_string());
     return g;

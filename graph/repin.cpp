@@ -1,4 +1,4 @@
-#include "kernels/repin.h"
+#include "graph/repin.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -6,14 +6,14 @@
 #include <span>
 #include <system_error>
 
+#include "graph/graph_check.h"
 #include "kernels/digest_table.h"
-#include "kernels/graph_check.h"
 #include "kernels/registry.h"
 #include "rdrr/file_io.h"
 #include "rdrr/manifest_json.h"
 #include "rdrr/validate.h"
 
-namespace rdrr::kernels {
+namespace rdrr::graph {
 namespace {
 
 namespace fs = std::filesystem;
@@ -101,9 +101,9 @@ Result<std::vector<KernelRepin>> plan_repin(const Manifest& m) {
   }
   std::vector<KernelRepin> changes;
   for (const auto& [key, spec] : m.inference.execution->kernels) {
-    const KernelInfo* k = find_kernel(key);
+    const kernels::KernelInfo* k = kernels::find_kernel(key);
     if (k == nullptr) return refuse(key, "this build has no such kernel (re-convert the pack)");
-    Result<std::string> compiled = pinned_kernel_digest(key);
+    Result<std::string> compiled = kernels::pinned_kernel_digest(key);
     if (!compiled.ok()) return refuse(key, compiled.status().message());
     if (*compiled == spec.digest) continue;
     if (spec.file != k->file || spec.entry != k->entry) {
@@ -157,4 +157,4 @@ Result<PackRepinResult> repin_pack(const fs::path& pack_dir, const RepinOptions&
   return result;
 }
 
-}  // namespace rdrr::kernels
+}  // namespace rdrr::graph

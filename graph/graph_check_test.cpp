@@ -1,5 +1,6 @@
-#include "kernels/graph_check.h"
-#include "kernels/graph_ops.h"
+#include "graph/graph_check.h"
+#include "graph/graph_ops.h"
+#include "kernels/kernel_choice.h"
 
 #include <gtest/gtest.h>
 
@@ -7,12 +8,14 @@
 #include <vector>
 
 #include "kernels/digest_table.h"
-#include "kernels/graph_plan.h"
+#include "graph/graph_plan.h"
 #include "rdrr/manifest_testutil.h"
 #include "rdrr/validate.h"
 
-namespace rdrr::kernels {
+namespace rdrr::graph {
 namespace {
+
+using namespace rdrr::kernels;  // registry, digests, kernel choice
 
 // tiny-gemma3-like manifest (sliding layers 0-1, Q6_K v/down on layer 2, q/k norms, tied Q6_K embedding)
 // with the planner's graph.
@@ -69,7 +72,7 @@ TEST(GraphCheck, PlannedGraphPasses) {
   EXPECT_TRUE(check_execution_graph(m).ok()) << check_execution_graph(m).to_string();
   m.inference.execution.reset();
   GraphPlanOptions f32;
-  f32.kv_dtype = quant::DType::kF32;
+  f32.kv_dtype = KvDtype::kF32;
   m.inference.execution = plan_execution_graph(m, f32).value();
   EXPECT_TRUE(check_execution_graph(m).ok()) << check_execution_graph(m).to_string();
 }
@@ -407,4 +410,4 @@ TEST(GraphCheck, CompanionDigestMismatch) {
 }
 
 }  // namespace
-}  // namespace rdrr::kernels
+}  // namespace rdrr::graph

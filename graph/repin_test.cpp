@@ -1,4 +1,4 @@
-#include "kernels/repin.h"
+#include "graph/repin.h"
 
 #include <gtest/gtest.h>
 
@@ -8,14 +8,16 @@
 #include <string>
 
 #include "kernels/digest_table.h"
-#include "kernels/graph_check.h"
-#include "kernels/graph_plan.h"
+#include "graph/graph_check.h"
+#include "graph/graph_plan.h"
 #include "rdrr/manifest_json.h"
 #include "rdrr/manifest_testutil.h"
 #include "rdrr/validate.h"
 
-namespace rdrr::kernels {
+namespace rdrr::graph {
 namespace {
+
+using namespace rdrr::kernels;  // registry, digests, kernel choice
 
 namespace fs = std::filesystem;
 
@@ -169,4 +171,4 @@ TEST(Repin, FindPacksSearchesFoldersRecursivelyInOrder) {
 }
 
 }  // namespace
-}  // namespace rdrr::kernels
+}  // namespace rdrr::graph

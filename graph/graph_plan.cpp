@@ -1,4 +1,4 @@
-#include "kernels/graph_plan.h"
+#include "graph/graph_plan.h"
 
 #include <algorithm>
 #include <optional>
@@ -7,19 +7,22 @@
 #include <utility>
 #include <vector>
 
+#include "graph/graph_ops.h"
 #include "kernels/digest_table.h"
-#include "kernels/graph_ops.h"
+#include "kernels/kernel_choice.h"
 #include "kernels/registry.h"
-#include "quant/blocks.h"
 #include "rdrr/layer_ref.h"
 
-namespace rdrr::kernels {
+namespace rdrr::graph {
 namespace {
 
+using kernels::find_kernel;
+using kernels::KernelInfo;
+using kernels::MatmulPass;
+using kernels::Op;
 using quant::DType;
 using quant::Layout;
-
-enum class Pass : uint8_t { kPrefill, kDecode };
+using Pass = MatmulPass;
 
 // One step as it runs for one layer (weight ref already templated with {L}); nullopt: not run there.
 using LayerStep = std::optional<ExecStep>;
@@ -54,26 +57,17 @@ struct Planner {
                                                 shape_to_string(t.shape));
     }
     const Layout layout = t.layout.value_or(Layout::kRowWise);
-    const uint64_t k = t.shape[1];
-    if (pass == Pass::kDecode && t.dtype == DType::kQ4_K) {
-      if (layout == Layout::kColumnWise) return std::string("gemv_q4_k_col_split");
-      if (layout == Layout::kRowWise || k % quant::kQK_K == 0) return std::string("gemv_q4_k_vec");
-    }
-    if (pass == Pass::kDecode && t.dtype == DType::kQ6_K && k % 4 == 0 &&
-        (layout == Layout::kRowWise || k % quant::kQK_K == 0)) {
-      return std::string("gemv_q6_k_vec");
-    }
-    const Op op = pass == Pass::kPrefill ? Op::kGemm : Op::kGemv;
-    const KernelInfo* k_info = find_kernel(op, t.dtype, layout);
+    const KernelInfo* k_info = kernels::pinned_matmul_kernel(pass, t.dtype, layout, t.shape[1]);
     if (k_info == nullptr) {
-      return error(StatusCode::kUnsupported, "tensor " + t.name + ": no " + std::string(op_name(op)) +
+      const Op op = pass == Pass::kPrefill ? Op::kGemm : Op::kGemv;
+      return error(StatusCode::kUnsupported, "tensor " + t.name + ": no " + std::string(kernels::op_name(op)) +
                                                  " kernel reads " + std::string(quant::dtype_name(t.dtype)) + " " +
                                                  std::string(quant::layout_name(layout)));
     }
     return std::string(k_info->name);
   }
 
-  std::string kv_suffix() const { return opts.kv_dtype == DType::kF16 ? "f16" : "f32"; }
+  std::string kv_suffix() const { return std::string(kv_dtype_name(opts.kv_dtype)); }
 
   bool sliding(uint32_t layer) const {
     const auto& types = m.inference.attention.layer_types;
@@ -124,9 +118,7 @@ Result<std::vector<LayerStep>> Planner::layer_steps(uint32_t layer, Pass pass) c
   const bool qk_norm = inf.attention.query_key_norm;
   const bool slide = sliding(layer);
   const bool local_rope = slide && inf.rope.local_theta.has_value();
-  const bool scaled_rope =
-      inf.rope.scaling_type == RopeScalingType::kLlama3 || inf.rope.scaling_type == RopeScalingType::kYarn;
-  const std::string_view rope_kernel = (!local_rope && scaled_rope) ? "rope_freqs" : "rope";
+  const std::string_view rope_kernel = kernels::rope_kernel(!local_rope && rope_needs_freq_table(inf.rope));
   const std::string attn_kernel = "attention_" + kv_suffix();
 
   // The previous layer's residual add is fused into this layer's first norm (one dispatch fewer per layer);
@@ -256,8 +248,8 @@ Result<std::vector<ExecStep>> Planner::post_layer() {
 Result<std::map<std::string, KernelSpec>> Planner::kernel_map() const {
   std::set<std::string> all = used_kernels;
   for (const std::string& k : used_kernels) {
-    for (std::string_view c : kernel_companions(k)) all.insert(std::string(c));
-    for (std::string_view v : kernel_variants(k)) all.insert(std::string(v));
+    for (std::string_view c : kernels::kernel_companions(k)) all.insert(std::string(c));
+    for (std::string_view v : kernels::kernel_variants(k)) all.insert(std::string(v));
   }
   std::map<std::string, KernelSpec> out;
   for (const std::string& name : all) {
@@ -265,10 +257,10 @@ Result<std::map<std::string, KernelSpec>> Planner::kernel_map() const {
     if (info == nullptr) {
       return error(StatusCode::kUnsupported, "graph planner: kernel '" + name + "' is not in this build's registry");
     }
-    RDRR_ASSIGN_OR_RETURN(std::string digest, pinned_kernel_digest(name));
+    RDRR_ASSIGN_OR_RETURN(std::string digest, kernels::pinned_kernel_digest(name));
     KernelSpec spec{std::string(info->file), std::string(info->entry), std::move(digest), {}, {}};
     if (info->op == Op::kKvAppend || info->op == Op::kKvAppendRope || info->op == Op::kAttention) {
-      spec.precision["kvDtype"] = kv_suffix();
+      spec.precision[std::string(kKvDtypeKey)] = kv_suffix();
     }
     out.emplace(name, std::move(spec));
   }
@@ -278,10 +270,6 @@ Result<std::map<std::string, KernelSpec>> Planner::kernel_map() const {
 }  // namespace
 
 Result<ExecutionGraph> plan_execution_graph(const Manifest& m, const GraphPlanOptions& opts) {
-  if (opts.kv_dtype != DType::kF16 && opts.kv_dtype != DType::kF32) {
-    return error(StatusCode::kInvalidArgument, "graph planner: kv dtype must be F16 or F32, got " +
-                                                   std::string(quant::dtype_name(opts.kv_dtype)));
-  }
   if (m.architecture.num_layers == 0) {
     return error(StatusCode::kValidation, "graph planner: architecture.numLayers is 0");
   }
@@ -295,4 +283,4 @@ Result<ExecutionGraph> plan_execution_graph(const Manifest& m, const GraphPlanOp
   return g;
 }
 
-}  // namespace rdrr::kernels
+}  // namespace rdrr::graph

@@ -1,4 +1,4 @@
-#include "kernels/graph_check.h"
+#include "graph/graph_check.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -8,40 +8,45 @@
 #include <unordered_map>
 #include <vector>
 
+#include "graph/graph_ops.h"
 #include "kernels/digest_table.h"
-#include "kernels/graph_ops.h"
-#include "rdrr/layer_ref.h"
+#include "kernels/kernel_choice.h"
 #include "kernels/registry.h"
+#include "rdrr/layer_ref.h"
 
-namespace rdrr::kernels {
+namespace rdrr::graph {
 namespace {
 
+using kernels::find_kernel;
+using kernels::KernelInfo;
+using kernels::Op;
 using quant::DType;
 using quant::Layout;
 
-enum class Phase : uint8_t { kPreLayer, kPrefill, kDecode, kPostLayer };
+// The graph's four step lists.
+enum class Section : uint8_t { kPreLayer, kPrefill, kDecode, kPostLayer };
 
-std::string_view phase_name(Phase p) {
+std::string_view section_name(Section p) {
   switch (p) {
-    case Phase::kPreLayer: return "preLayer";
-    case Phase::kPrefill: return "prefill";
-    case Phase::kDecode: return "decode";
-    case Phase::kPostLayer: return "postLayer";
+    case Section::kPreLayer: return "preLayer";
+    case Section::kPrefill: return "prefill";
+    case Section::kDecode: return "decode";
+    case Section::kPostLayer: return "postLayer";
   }
   return "?";
 }
 
-GraphPhase graph_phase(Phase p) {
-  if (p == Phase::kPreLayer) return GraphPhase::kPreLayer;
-  if (p == Phase::kPostLayer) return GraphPhase::kPostLayer;
-  return GraphPhase::kLayer;
+Phase op_phase(Section p) {
+  if (p == Section::kPreLayer) return Phase::kPreLayer;
+  if (p == Section::kPostLayer) return Phase::kPostLayer;
+  return Phase::kLayer;
 }
 
-std::string_view graph_phase_name(GraphPhase p) {
+std::string_view phase_name(Phase p) {
   switch (p) {
-    case GraphPhase::kPreLayer: return "preLayer";
-    case GraphPhase::kLayer: return "prefill / decode";
-    case GraphPhase::kPostLayer: return "postLayer";
+    case Phase::kPreLayer: return "preLayer";
+    case Phase::kLayer: return "prefill / decode";
+    case Phase::kPostLayer: return "postLayer";
   }
   return "?";
 }
@@ -91,7 +96,7 @@ bool is_kv_kernel(const KernelInfo& k) {
 // A step with where it sits: "decode[3]" or "decode[3].steps[1]", and the layers it runs for (empty in
 // preLayer / postLayer).
 struct StepRef {
-  Phase phase;
+  Section phase;
   std::string where;
   const ExecStep* step;
   std::vector<uint32_t> layers;
@@ -105,34 +110,34 @@ class Checker {
  public:
   Checker(const Manifest& m, const ExecutionGraph& g) : m_(m), g_(g) {
     for (const TensorEntry& t : m.tensors) tensors_.emplace(t.name, &t);
-    collect_flat(Phase::kPreLayer, g.pre_layer);
-    collect_layer(Phase::kPrefill, g.prefill);
-    collect_layer(Phase::kDecode, g.decode);
-    collect_flat(Phase::kPostLayer, g.post_layer);
+    collect_flat(Section::kPreLayer, g.pre_layer);
+    collect_layer(Section::kPrefill, g.prefill);
+    collect_layer(Section::kDecode, g.decode);
+    collect_flat(Section::kPostLayer, g.post_layer);
   }
 
   Status run(const GraphCheckOptions& o) {
     for (const auto& [key, spec] : g_.kernels) RDRR_RETURN_IF_ERROR(check_kernel_entry(key, spec));
     for (const StepRef& s : steps_) RDRR_RETURN_IF_ERROR(check_step(s));
-    RDRR_RETURN_IF_ERROR(check_layers(Phase::kPrefill));
-    RDRR_RETURN_IF_ERROR(check_layers(Phase::kDecode));
+    RDRR_RETURN_IF_ERROR(check_layers(Section::kPrefill));
+    RDRR_RETURN_IF_ERROR(check_layers(Section::kDecode));
     RDRR_RETURN_IF_ERROR(check_companions());
     if (o.check_digests) RDRR_RETURN_IF_ERROR(check_digests());
     return Status::Ok();
   }
 
  private:
-  void collect_flat(Phase p, const std::vector<ExecStep>& steps) {
+  void collect_flat(Section p, const std::vector<ExecStep>& steps) {
     for (size_t i = 0; i < steps.size(); ++i) {
-      steps_.push_back({p, std::string(phase_name(p)) + "[" + std::to_string(i) + "]", &steps[i], {}});
+      steps_.push_back({p, std::string(section_name(p)) + "[" + std::to_string(i) + "]", &steps[i], {}});
     }
   }
 
-  void collect_layer(Phase p, const std::vector<LayerEntry>& entries) {
+  void collect_layer(Section p, const std::vector<LayerEntry>& entries) {
     std::vector<uint32_t> all(m_.architecture.num_layers);
     for (uint32_t l = 0; l < m_.architecture.num_layers; ++l) all[l] = l;
     for (size_t i = 0; i < entries.size(); ++i) {
-      const std::string where = std::string(phase_name(p)) + "[" + std::to_string(i) + "]";
+      const std::string where = std::string(section_name(p)) + "[" + std::to_string(i) + "]";
       if (const auto* step = std::get_if<ExecStep>(&entries[i])) {
         steps_.push_back({p, where, step, all});
         continue;
@@ -158,19 +163,21 @@ class Checker {
                                                  q(k->entry) + " (re-convert the pack)");
     }
     for (const auto& [name, value] : spec.precision) {
-      if (name != "kvDtype" || !is_kv_kernel(*k)) {
+      if (name != kKvDtypeKey || !is_kv_kernel(*k)) {
         return error(StatusCode::kUnsupported,
                      field + ".precision: " + q(name) +
                          " is not supported (only kvDtype, on kv_append_* / attention_* kernels; policy "
                          "unsupportedPrecision: error)");
       }
-      const std::string expected = lower(quant::dtype_name(k->dtypes.front()));
-      if (value != "f16" && value != "f32") {
+      const std::optional<KvDtype> kv = parse_kv_dtype(value);
+      if (!kv) {
         return error(StatusCode::kUnsupported, field + ".precision.kvDtype: " + q(value) +
                                                    " is not supported (f16 or f32; policy unsupportedPrecision: "
                                                    "error)");
       }
-      if (value != expected) {
+      const std::optional<KvDtype> kernel_kv = kv_dtype_of(k->dtypes.front());
+      if (kv != kernel_kv) {
+        const std::string expected = kernel_kv ? std::string(kv_dtype_name(*kernel_kv)) : lower(quant::dtype_name(k->dtypes.front()));
         return error(StatusCode::kUnsupported, field + ".precision.kvDtype: " + q(value) + ", but kernel " +
                                                    q(key) + " keeps the KV cache in " + expected);
       }
@@ -180,36 +187,37 @@ class Checker {
 
   Status check_step(const StepRef& s) {
     const ExecStep& step = *s.step;
-    const GraphOpInfo* op = find_graph_op(step.op);
+    const OpInfo* op = find_op(step.op);
     if (op == nullptr) {
       return error(StatusCode::kUnsupported, s.label() + ": unknown op (not in the op vocabulary of this build)");
     }
-    if (op->phase != graph_phase(s.phase)) {
-      return error(StatusCode::kValidation, s.label() + ": op belongs in " + std::string(graph_phase_name(op->phase)) +
-                                                ", not " + std::string(phase_name(s.phase)));
+    if (op->phase != op_phase(s.phase)) {
+      return error(StatusCode::kValidation, s.label() + ": op belongs in " + std::string(phase_name(op->phase)) +
+                                                ", not " + std::string(section_name(s.phase)));
     }
     if (g_.kernels.find(step.kernel_key) == g_.kernels.end()) {
       return error(StatusCode::kValidation,
                    s.label() + ": kernel key " + q(step.kernel_key) + " is not in inference.execution.kernels");
     }
     const KernelInfo* k = find_kernel(step.kernel_key);  // non-null: the kernels map was checked
-    if (is_optional_variant(step.kernel_key)) {
+    if (kernels::is_optional_variant(step.kernel_key)) {
       return error(StatusCode::kValidation, s.label() + ": kernel " + q(step.kernel_key) +
                                                 " is an optional variant; steps name its base kernel (rdrr/SPEC.md 9.1)");
     }
     if (!contains(op->kernel_ops, k->op)) {
       return error(StatusCode::kValidation, s.label() + ": kernel " + q(step.kernel_key) + " implements " +
-                                                std::string(op_name(k->op)) + ", which cannot run this op");
+                                                std::string(kernels::op_name(k->op)) + ", which cannot run this op");
     }
     if (op->weight == WeightKind::kMatmul) {
-      const Op want = s.phase == Phase::kPrefill ? Op::kGemm : Op::kGemv;
+      const Op want = s.phase == Section::kPrefill ? Op::kGemm : Op::kGemv;
       if (k->op != want) {
         return error(StatusCode::kValidation, s.label() + ": kernel " + q(step.kernel_key) + " is a " +
-                                                  std::string(op_name(k->op)) + " kernel; matmuls in " +
-                                                  std::string(phase_name(s.phase)) + " use " +
-                                                  std::string(op_name(want)) + " kernels");
+                                                  std::string(kernels::op_name(k->op)) + " kernel; matmuls in " +
+                                                  std::string(section_name(s.phase)) + " use " +
+                                                  std::string(kernels::op_name(want)) + " kernels");
       }
     }
+    if (op->dispatch == Dispatch::kRope) RDRR_RETURN_IF_ERROR(check_rope_kernel(s, *op));
     if (is_kv_kernel(*k)) RDRR_RETURN_IF_ERROR(check_kv_type(s, *k));
     if (op->weight == WeightKind::kNone) {
       if (step.weight_ref) {
@@ -223,6 +231,20 @@ class Checker {
       RDRR_RETURN_IF_ERROR(check_weight(s, *op, *k, s.label(layer), substitute_layer(*step.weight_ref, layer)));
     }
     return Status::Ok();
+  }
+
+  // A rope step rotates with the CPU frequency table exactly when the model's scaling needs it and the step is
+  // not local (kernels::rope_kernel): `rope` cannot apply llama3 / YaRN scaling, `rope_freqs` needs its table.
+  Status check_rope_kernel(const StepRef& s, const OpInfo& op) const {
+    const bool table = !op.has(kLocal) && rope_needs_freq_table(m_.inference.rope);
+    const std::string_view want = kernels::rope_kernel(table);
+    if (s.step->kernel_key == want) return Status::Ok();
+    const std::string scaling(rope_scaling_type_name(m_.inference.rope.scaling_type));
+    return error(StatusCode::kValidation,
+                 s.label() + ": kernel " + q(s.step->kernel_key) + " cannot rotate this step (" +
+                     (op.has(kLocal) ? std::string("local rope: ropeLocalTheta, unscaled")
+                                     : "inference.rope.ropeScalingType " + scaling) +
+                     "); it needs kernel " + q(want));
   }
 
   // kv_append writes the cache that attention reads: one cache type for the whole graph (no cast step).
@@ -240,15 +262,22 @@ class Checker {
                      " (policy dtypeTransition: require_cast_step; the op vocabulary has no cast)");
   }
 
-  uint64_t norm_length(std::string_view op) const {
+  // The length of a norm / bias weight (OpInfo::weight_length).
+  uint64_t weight_length(const OpInfo& op) const {
     const Architecture& a = m_.architecture;
-    if (op == "q_norm" || op == "k_norm") return a.head_dim;
-    if (op == "q_bias") return uint64_t{a.num_attention_heads} * a.head_dim;
-    if (op == "k_bias" || op == "v_bias") return uint64_t{a.num_key_value_heads} * a.head_dim;
+    switch (op.weight_length) {
+      case WeightLength::kHeadDim: return a.head_dim;
+      case WeightLength::kOutput:
+        if (op.writes[0] == Buf::kQ) return uint64_t{a.num_attention_heads} * a.head_dim;
+        if (op.writes[0] == Buf::kK || op.writes[0] == Buf::kV) return uint64_t{a.num_key_value_heads} * a.head_dim;
+        return a.hidden_size;
+      case WeightLength::kHidden:
+      case WeightLength::kNone: break;
+    }
     return a.hidden_size;
   }
 
-  Status check_weight(const StepRef& s, const GraphOpInfo& op, const KernelInfo& k, const std::string& label,
+  Status check_weight(const StepRef& s, const OpInfo& op, const KernelInfo& k, const std::string& label,
                       const std::string& name) const {
     const auto it = tensors_.find(name);
     if (it == tensors_.end()) {
@@ -270,8 +299,14 @@ class Checker {
       return error(StatusCode::kUnsupported, what + ": kernel reads layout " + layouts_string(k.layouts) +
                                                  ", tensor is " + std::string(quant::layout_name(layout)));
     }
+    std::string_view why;
+    if (op.weight == WeightKind::kMatmul && !kernels::matmul_kernel_fits(k, layout, t.shape[1], &why)) {
+      return error(StatusCode::kUnsupported, what + ": kernel cannot read this " +
+                                                 std::string(quant::layout_name(layout)) + " weight of K " +
+                                                 std::to_string(t.shape[1]) + " (" + std::string(why) + ")");
+    }
     if (two_d) return Status::Ok();
-    const uint64_t want = norm_length(op.name);
+    const uint64_t want = weight_length(op);
     if (t.dtype != DType::kF32 || t.shape.size() != 1 || t.shape[0] != want) {
       return error(StatusCode::kValidation, what + ": expected F32 [" + std::to_string(want) + "], tensor is " +
                                                 std::string(quant::dtype_name(t.dtype)) + " " +
@@ -285,50 +320,69 @@ class Checker {
     return layer < types.size() && types[layer] == LayerType::kSlidingAttention;
   }
 
-  // Sliding / full attention layers (inference.attention.layerTypes): attention_sliding only on sliding
-  // layers and attention only on full ones; rope_*_local only on sliding layers of a model with
-  // ropeLocalTheta, where rope_q / rope_k are not allowed (they apply ropeTheta and its scaling).
-  Status check_layer_kind(const StepRef& s, uint32_t layer) const {
-    const std::string_view op = s.step->op;
+  // Sliding / full attention layers (inference.attention.layerTypes): kLocal attention only on sliding
+  // layers and the other only on full ones; kLocal rope only on sliding layers of a model with ropeLocalTheta,
+  // where the other rope ops are not allowed (they apply ropeTheta and its scaling).
+  Status check_layer_kind(const StepRef& s, const OpInfo& op, uint32_t layer) const {
     const bool sliding = is_sliding_layer(layer);
     const bool local_theta = m_.inference.rope.local_theta.has_value();
+    const bool local = op.has(kLocal);
     const std::string kind = sliding ? "sliding_attention" : "full_attention";
     const std::string where = s.label(layer) + ": layer " + std::to_string(layer) + " is " + kind +
                               " (inference.attention.layerTypes)";
-    if ((op == "attention_sliding" && !sliding) || (op == "attention" && sliding)) {
-      return error(StatusCode::kValidation, where + "; it must run " + (sliding ? "attention_sliding" : "attention"));
+    if (op.has(kAttends) && local != sliding) {
+      return error(StatusCode::kValidation, where + "; it must run " + std::string(counterpart(op)));
     }
-    const bool local_rope = op == "rope_q_local" || op == "rope_k_local" || op == "kv_append_rope_local";
-    const bool rope = op == "rope_q" || op == "rope_k" || op == "kv_append_rope";
-    if (local_rope && !(sliding && local_theta)) {
+    const bool rope = op.has(kRotatesQ) || op.has(kRotatesK);
+    if (rope && local && !(sliding && local_theta)) {
       return error(StatusCode::kValidation, where + (local_theta ? "" : " and inference.rope.ropeLocalTheta is absent") +
                                                 "; local rope runs only on sliding layers with ropeLocalTheta");
     }
-    if (rope && sliding && local_theta) {
+    if (rope && !local && sliding && local_theta) {
       return error(StatusCode::kValidation,
-                   where + " and inference.rope.ropeLocalTheta is set; it must run " + std::string(op) + "_local");
+                   where + " and inference.rope.ropeLocalTheta is set; it must run " + std::string(counterpart(op)));
     }
     return Status::Ok();
   }
 
-  Status check_layers(Phase p) const {
+  // The op that differs from `op` only in kLocal (attention <-> attention_sliding, rope_q <-> rope_q_local).
+  static std::string_view counterpart(const OpInfo& op) {
+    for (const OpInfo& o : all_ops()) {
+      if (o.dispatch == op.dispatch && o.flags == (op.flags ^ kLocal)) return o.name;
+    }
+    return "?";
+  }
+
+  // The names of the ops with flag `f`, e.g. "kv_append, kv_append_rope, kv_append_rope_local".
+  static std::string ops_with(OpFlag f) {
+    std::string out;
+    for (const OpInfo& o : all_ops()) {
+      if (!o.has(f)) continue;
+      if (!out.empty()) out += ", ";
+      out += o.name;
+    }
+    return out;
+  }
+
+  Status check_layers(Section p) const {
     const uint32_t n_layers = m_.architecture.num_layers;
     std::vector<uint32_t> attention_ops(n_layers, 0);
-    std::vector<uint32_t> residuals(n_layers, 0);       // `residual` steps of each layer
-    std::vector<uint32_t> fused_residuals(n_layers, 0);  // `residual_attn_norm` steps (adding the layer before)
+    std::vector<uint32_t> residuals(n_layers, 0);       // kAddsOwnOutput steps of each layer
+    std::vector<uint32_t> fused_residuals(n_layers, 0);  // kAddsPrevOutput steps (adding the layer before)
     std::vector<KPath> k_path(n_layers);
     for (size_t i = 0; i < steps_.size(); ++i) {
       const StepRef& s = steps_[i];
       if (s.phase != p) continue;
+      const OpInfo& op = *find_op(s.step->op);  // known: check_step ran first
       for (uint32_t layer : s.layers) {
-        RDRR_RETURN_IF_ERROR(check_layer_kind(s, layer));
-        if (s.step->op == "attention" || s.step->op == "attention_sliding") ++attention_ops[layer];
-        if (s.step->op == "residual") ++residuals[layer];
-        if (s.step->op == "residual_attn_norm") ++fused_residuals[layer];
-        k_path[layer].note(s.step->op, i);
+        RDRR_RETURN_IF_ERROR(check_layer_kind(s, op, layer));
+        if (op.has(kAttends)) ++attention_ops[layer];
+        if (op.has(kAddsOwnOutput)) ++residuals[layer];
+        if (op.has(kAddsPrevOutput)) ++fused_residuals[layer];
+        k_path[layer].note(op, i);
       }
     }
-    const std::string phase(phase_name(p));
+    const std::string phase(section_name(p));
     for (uint32_t layer = 0; layer < n_layers; ++layer) {
       if (attention_ops[layer] != 1) {
         return error(StatusCode::kValidation, phase + ": layer " + std::to_string(layer) + " runs " +
@@ -340,38 +394,31 @@ class Checker {
     return check_residual_chain(phase, residuals, fused_residuals);
   }
 
-  // How one layer's k reaches the cache: rotated exactly once (rope_k[_local], or kv_append_rope[_local] while
-  // appending) and written exactly once (kv_append or kv_append_rope[_local]), a separate rotation before the
-  // append. Without this a graph that rotated k twice, or appended it unrotated, would pass and run wrong.
+  // How one layer's k reaches the cache: rotated exactly once (a kRotatesK op, possibly while appending) and
+  // written exactly once (a kAppendsKv op), a separate rotation before the append. Without this a graph that
+  // rotated k twice, or appended it unrotated, would pass and run wrong.
   struct KPath {
     uint32_t rotations = 0;
     uint32_t appends = 0;
-    size_t first_rope = SIZE_MAX;    // step index of the first rope_k[_local]
-    size_t first_append = SIZE_MAX;  // step index of the first kv_append
-    void note(const std::string& op, size_t index) {
-      const bool fused = op == "kv_append_rope" || op == "kv_append_rope_local";
-      if (op == "rope_k" || op == "rope_k_local") {
-        ++rotations;
-        first_rope = std::min(first_rope, index);
-      }
-      if (op == "kv_append") {
-        ++appends;
-        first_append = std::min(first_append, index);
-      }
-      if (fused) {
-        ++rotations;
-        ++appends;
-      }
+    size_t first_rope = SIZE_MAX;    // step index of the first rotation that does not append
+    size_t first_append = SIZE_MAX;  // step index of the first append that does not rotate
+    void note(const OpInfo& op, size_t index) {
+      const bool rotates = op.has(kRotatesK);
+      const bool writes = op.has(kAppendsKv);
+      if (rotates) ++rotations;
+      if (writes) ++appends;
+      if (rotates && !writes) first_rope = std::min(first_rope, index);
+      if (writes && !rotates) first_append = std::min(first_append, index);
     }
     Status check(const std::string& phase, uint32_t layer) const {
       const std::string where = phase + ": layer " + std::to_string(layer);
       if (appends != 1) {
         return error(StatusCode::kValidation, where + " writes k and v into the cache " + std::to_string(appends) +
-                                                  " times (kv_append, kv_append_rope*), expected exactly 1");
+                                                  " times (" + ops_with(kAppendsKv) + "), expected exactly 1");
       }
       if (rotations != 1) {
-        return error(StatusCode::kValidation, where + " rotates k " + std::to_string(rotations) +
-                                                  " times (rope_k*, kv_append_rope*), expected exactly 1");
+        return error(StatusCode::kValidation, where + " rotates k " + std::to_string(rotations) + " times (" +
+                                                  ops_with(kRotatesK) + "), expected exactly 1");
       }
       if (first_append < first_rope && first_rope != SIZE_MAX) {
         return error(StatusCode::kValidation, where + " runs kv_append before rope_k: the cache would hold k "
@@ -382,8 +429,8 @@ class Checker {
   };
 
   // Every layer's output (proj after down_proj / post_ffn_norm) is added to hidden exactly once: by the layer's
-  // own `residual` step or by the next layer's `residual_attn_norm`; layer 0 has nothing to add, and the last
-  // layer's output has no next layer to carry it.
+  // own kAddsOwnOutput step (residual) or by the next layer's kAddsPrevOutput step (residual_attn_norm); layer 0
+  // has nothing to add, and the last layer's output has no next layer to carry it.
   static Status check_residual_chain(const std::string& phase, const std::vector<uint32_t>& residuals,
                                      const std::vector<uint32_t>& fused) {
     const size_t n = residuals.size();
@@ -407,7 +454,7 @@ class Checker {
 
   Status check_companions() const {
     for (const auto& [key, spec] : g_.kernels) {
-      for (std::string_view other : kernel_companions(key)) {
+      for (std::string_view other : kernels::kernel_companions(key)) {
         if (g_.kernels.find(std::string(other)) == g_.kernels.end()) {
           return error(StatusCode::kValidation, "inference.execution.kernels: kernel " + q(key) +
                                                     " is dispatched with companion " + q(other) +
@@ -419,7 +466,7 @@ class Checker {
   }
 
   static Status compare_digest(const std::string& where, const std::string& key, const KernelSpec& spec) {
-    Result<std::string> compiled = pinned_kernel_digest(key);
+    Result<std::string> compiled = kernels::pinned_kernel_digest(key);
     if (!compiled.ok()) return Status(compiled.status()).context(where);
     if (*compiled == spec.digest) return Status::Ok();
     return error(StatusCode::kIntegrity, where + ": kernel " + q(key) + " is pinned at digest " + spec.digest +
@@ -459,4 +506,4 @@ Status check_execution_graph(const Manifest& m, const GraphCheckOptions& o) {
   return checker.run(o);
 }
 
-}  // namespace rdrr::kernels
+}  // namespace rdrr::graph

@@ -19,7 +19,7 @@
 #include "quant/status.h"
 #include "rdrr/manifest.h"
 
-namespace rdrr::kernels {
+namespace rdrr::graph {
 
 struct RepinOptions {
   bool dry_run = false;       // compute and report the changes, write nothing
@@ -49,4 +49,4 @@ void apply_repin(Manifest& m, const std::vector<KernelRepin>& changes);
 // plan_repin and the file writes (kIo, kNoSpace).
 Result<PackRepinResult> repin_pack(const std::filesystem::path& pack_dir, const RepinOptions& options = {});
 
-}  // namespace rdrr::kernels
+}  // namespace rdrr::graph

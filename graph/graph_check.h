@@ -1,5 +1,5 @@
 // The semantic check of a manifest's execution graph (inference.execution, rdrr/SPEC.md section 9) against
-// this build: the op vocabulary (kernels/graph_ops.h), the kernel registry (kernels/registry.h) and the
+// this build: the op vocabulary (graph/graph_ops.h), the kernel registry (kernels/registry.h) and the
 // digests compiled into it (kernels/digest_table.h). validate_manifest() checks the graph's structure; this
 // checks that this build can run it exactly as pinned. The converter runs it before it writes a pack
 // (a violation fails the conversion); the runtime runs it before it builds a plan; `rdrr-digests repin`
@@ -15,22 +15,25 @@
 //   steps:       op known                                                                kUnsupported
 //                op allowed in the phase                                                 kValidation
 //                kernel key in the kernels map                                           kValidation
+//                kernel not an optional variant (steps name the base kernel)               kValidation
 //                kernel's registry op among the op's kernel ops; matmul steps use kGemm
 //                in prefill and kGemv in decode / postLayer                              kValidation
 //                weight ref present iff the op takes a weight                            kValidation
 //                after {L} expansion the weight exists for every layer the step runs for kValidation
 //                matmul / embedding weight 2-D                                           kValidation
 //                kernel accepts the weight's dtype and layout (plain dtypes: row_wise)   kUnsupported
-//                norm / bias weight F32 1-D of the op's length (D; headDim for q_norm /
-//                k_norm; H*headDim for q_bias; KV*headDim for k_bias / v_bias)           kValidation
+//                norm / bias weight F32 1-D of the op's weight_length (D; headDim for
+//                q_norm / k_norm; the written buffer's width for biases)                kValidation
 //                kv_append[_rope] and attention kernels agree on the KV cache type       kValidation
-//   layers:      every layer runs exactly one attention op per layer phase; attention_sliding only
-//                for sliding_attention layers (inference.attention.layerTypes), attention only for
-//                full_attention layers; rope_*_local only for sliding layers of a model with
-//                ropeLocalTheta, whose sliding layers must not run rope_q / rope_k (the
-//                same for kv_append_rope[_local]); k rotated exactly once and appended
-//                exactly once per layer, rope_k* before kv_append (SPEC 9.3 key path)   kValidation
-//   companions:  every companion (kernel_companions) of every kernel in the map is in the map  kValidation
+//   layers (the op flags of graph_ops.h): every layer runs exactly one kAttends op per layer phase;
+//                kLocal ones (attention_sliding) only for sliding_attention layers
+//                (inference.attention.layerTypes), the others only for full_attention layers;
+//                kLocal rope ops only for sliding layers of a model with ropeLocalTheta, whose
+//                sliding layers must not run the other rope ops; k rotated (kRotatesK) exactly
+//                once and appended (kAppendsKv) exactly once per layer, a separate rotation
+//                before the append (SPEC 9.3 key path); each layer's output added to hidden
+//                exactly once (kAddsOwnOutput / the next layer's kAddsPrevOutput)     kValidation
+//   companions:  every companion (kernels/kernel_choice.h) of every kernel in the map is in the map  kValidation
 //   digests:     (check_digests) every kernel's digest equals the one compiled into this build; the
 //                message names the first step using it, both digests and the fix
 //                (`rdrr-digests repin <pack>`)                                           kIntegrity
@@ -39,7 +42,7 @@
 #include "quant/status.h"
 #include "rdrr/manifest.h"
 
-namespace rdrr::kernels {
+namespace rdrr::graph {
 
 struct GraphCheckOptions {
   // Compare every pinned digest with pinned_kernel_digest() (kernels/digest_table.h). `rdrr-digests repin`
@@ -49,4 +52,4 @@ struct GraphCheckOptions {
 
 Status check_execution_graph(const Manifest& m, const GraphCheckOptions& o = {});
 
-}  // namespace rdrr::kernels
+}  // namespace rdrr::graph

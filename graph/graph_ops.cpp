@@ -1,0 +1,241 @@
+#include "graph/graph_ops.h"
+
+#include <algorithm>
+
+#include "kernels/kernel_choice.h"
+
+namespace rdrr::graph {
+namespace {
+
+using kernels::Op;
+
+constexpr Op kEmbedOps[] = {Op::kEmbed};
+constexpr Op kNormOps[] = {Op::kRmsNorm};
+constexpr Op kAddNormOps[] = {Op::kAddRmsNorm};
+constexpr Op kMatmulOps[] = {Op::kGemm, Op::kGemv};
+constexpr Op kAddOps[] = {Op::kAdd};
+constexpr Op kRopeOps[] = {Op::kRope};
+constexpr Op kKvOps[] = {Op::kKvAppend};
+constexpr Op kKvRopeOps[] = {Op::kKvAppendRope};
+constexpr Op kAttnOps[] = {Op::kAttention};
+constexpr Op kActOps[] = {Op::kGatedAct};
+constexpr Op kSoftcapOps[] = {Op::kSoftcap};
+constexpr Op kSampleOps[] = {Op::kSample};
+
+using P = Phase;
+using W = WeightKind;
+using L = WeightLength;
+using D = Dispatch;
+using B = Buf;
+constexpr B kNo = B::kNone;
+
+// Sorted by name (find_op uses binary search; graph_ops_test checks the order).
+constexpr OpInfo kOps[] = {
+    {"attention", P::kLayer, W::kNone, L::kNone, kAttnOps, D::kAttention, {B::kQ, B::kKvCache}, {B::kAttn, kNo},
+     kAttends, "causal GQA attention over cache positions 0..p, scale from queryPreAttnScalar or headDim, attnLogitSoftcapping"},
+    {"attention_sliding", P::kLayer, W::kNone, L::kNone, kAttnOps, D::kAttention, {B::kQ, B::kKvCache}, {B::kAttn, kNo},
+     kAttends | kLocal, "attention limited to the last slidingWindow positions (sliding_attention layers only)"},
+    {"attn_norm", P::kLayer, W::kNorm, L::kHidden, kNormOps, D::kNorm, {B::kHidden, kNo}, {B::kNormed, kNo}, 0,
+     "normed = rmsnorm(hidden) * (rmsNormWeightOffset + w)"},
+    {"down_proj", P::kLayer, W::kMatmul, L::kNone, kMatmulOps, D::kMatmul, {B::kAct, kNo}, {B::kProj, kNo}, 0,
+     "proj = act W^T"},
+    {"embed", P::kPreLayer, W::kEmbedding, L::kNone, kEmbedOps, D::kEmbed, {B::kTokenIds, kNo}, {B::kHidden, kNo}, 0,
+     "hidden = table[ids] * embeddingScale"},
+    {"ffn_norm", P::kLayer, W::kNorm, L::kHidden, kAddNormOps, D::kAddNorm, {B::kHidden, B::kProj},
+     {B::kHidden, B::kNormed}, 0, "hidden += proj; normed = rmsnorm(hidden) * (offset + w)"},
+    {"final_norm", P::kPostLayer, W::kNorm, L::kHidden, kNormOps, D::kNorm, {B::kHidden, kNo}, {B::kNormed, kNo}, 0,
+     "normed = rmsnorm(hidden) * (offset + w), for the rows the post-layer phase runs"},
+    {"gate_proj", P::kLayer, W::kMatmul, L::kNone, kMatmulOps, D::kMatmul, {B::kNormed, kNo}, {B::kGate, kNo}, 0,
+     "gate = normed W^T"},
+    {"gate_up_proj", P::kLayer, W::kMatmul, L::kNone, kMatmulOps, D::kMatmul, {B::kNormed, kNo}, {B::kGateUp, kNo}, 0,
+     "gate_up = normed W^T (fused [2F, D] weight, gate rows first)"},
+    {"glu", P::kLayer, W::kNone, L::kNone, kActOps, D::kGlu, {B::kGate, B::kUp}, {B::kAct, kNo}, 0,
+     "act = activation(gate) * up"},
+    {"glu_split", P::kLayer, W::kNone, L::kNone, kActOps, D::kGluSplit, {B::kGateUp, kNo}, {B::kAct, kNo}, 0,
+     "act = activation(gate half) * up half"},
+    {"k_bias", P::kLayer, W::kBias, L::kOutput, kAddOps, D::kBias, {B::kK, kNo}, {B::kK, kNo}, 0, "k += b (per token)"},
+    {"k_norm", P::kLayer, W::kNorm, L::kHeadDim, kNormOps, D::kHeadNorm, {B::kK, kNo}, {B::kK, kNo}, 0,
+     "per-head rmsnorm of k over headDim"},
+    {"k_proj", P::kLayer, W::kMatmul, L::kNone, kMatmulOps, D::kMatmul, {B::kNormed, kNo}, {B::kK, kNo}, 0,
+     "k = normed W^T"},
+    {"kv_append", P::kLayer, W::kNone, L::kNone, kKvOps, D::kKvAppend, {B::kK, B::kV}, {B::kKvCache, kNo}, kAppendsKv,
+     "k and v of the pass's positions into the layer's cache (precision kvDtype)"},
+    {"kv_append_rope", P::kLayer, W::kNone, L::kNone, kKvRopeOps, D::kKvAppendRope, {B::kK, B::kV}, {B::kKvCache, kNo},
+     kRotatesK | kAppendsKv,
+     "k rotated as rope_k does (ropeTheta, ropeScaling*), then k and v into the layer's cache, in place of rope_k "
+     "and kv_append (precision kvDtype)"},
+    {"kv_append_rope_local", P::kLayer, W::kNone, L::kNone, kKvRopeOps, D::kKvAppendRope, {B::kK, B::kV},
+     {B::kKvCache, kNo}, kRotatesK | kAppendsKv | kLocal,
+     "kv_append_rope with ropeLocalTheta, unscaled (sliding_attention layers), in place of rope_k_local and "
+     "kv_append"},
+    {"lm_head", P::kPostLayer, W::kMatmul, L::kNone, kMatmulOps, D::kMatmul, {B::kNormed, kNo}, {B::kLogits, kNo}, 0,
+     "logits = normed W^T (lm_head.weight, or the embedding table when tied)"},
+    {"logit_softcap", P::kPostLayer, W::kNone, L::kNone, kSoftcapOps, D::kSoftcap, {B::kLogits, kNo},
+     {B::kLogits, kNo}, 0, "logits = c * tanh(logits / c), c = finalLogitSoftcapping"},
+    {"o_proj", P::kLayer, W::kMatmul, L::kNone, kMatmulOps, D::kMatmul, {B::kAttn, kNo}, {B::kProj, kNo}, 0,
+     "proj = attn W^T"},
+    {"post_attn_norm", P::kLayer, W::kNorm, L::kHidden, kNormOps, D::kNorm, {B::kProj, kNo}, {B::kProj, kNo}, 0,
+     "proj = rmsnorm(proj) * (offset + w)"},
+    {"post_ffn_norm", P::kLayer, W::kNorm, L::kHidden, kNormOps, D::kNorm, {B::kProj, kNo}, {B::kProj, kNo}, 0,
+     "proj = rmsnorm(proj) * (offset + w)"},
+    {"q_bias", P::kLayer, W::kBias, L::kOutput, kAddOps, D::kBias, {B::kQ, kNo}, {B::kQ, kNo}, 0, "q += b (per token)"},
+    {"q_norm", P::kLayer, W::kNorm, L::kHeadDim, kNormOps, D::kHeadNorm, {B::kQ, kNo}, {B::kQ, kNo}, 0,
+     "per-head rmsnorm of q over headDim"},
+    {"q_proj", P::kLayer, W::kMatmul, L::kNone, kMatmulOps, D::kMatmul, {B::kNormed, kNo}, {B::kQ, kNo}, 0,
+     "q = normed W^T"},
+    {"residual", P::kLayer, W::kNone, L::kNone, kAddOps, D::kResidual, {B::kHidden, B::kProj}, {B::kHidden, kNo},
+     kAddsOwnOutput, "hidden += proj"},
+    {"residual_attn_norm", P::kLayer, W::kNorm, L::kHidden, kAddNormOps, D::kAddNorm, {B::kHidden, B::kProj},
+     {B::kHidden, B::kNormed}, kAddsPrevOutput,
+     "hidden += proj (the previous layer's output, in place of its residual step); normed = rmsnorm(hidden) * "
+     "(rmsNormWeightOffset + w)"},
+    {"rope_k", P::kLayer, W::kNone, L::kNone, kRopeOps, D::kRope, {B::kK, kNo}, {B::kK, kNo}, kRotatesK,
+     "rotary embedding of k, ropeTheta and ropeScaling* (kernel rope_freqs exactly for llama3 / yarn scaling)"},
+    {"rope_k_local", P::kLayer, W::kNone, L::kNone, kRopeOps, D::kRope, {B::kK, kNo}, {B::kK, kNo}, kRotatesK | kLocal,
+     "rotary embedding of k with ropeLocalTheta, unscaled (sliding_attention layers; kernel rope)"},
+    {"rope_q", P::kLayer, W::kNone, L::kNone, kRopeOps, D::kRope, {B::kQ, kNo}, {B::kQ, kNo}, kRotatesQ,
+     "rotary embedding of q, ropeTheta and ropeScaling* (kernel rope_freqs exactly for llama3 / yarn scaling)"},
+    {"rope_q_local", P::kLayer, W::kNone, L::kNone, kRopeOps, D::kRope, {B::kQ, kNo}, {B::kQ, kNo}, kRotatesQ | kLocal,
+     "rotary embedding of q with ropeLocalTheta, unscaled (sliding_attention layers; kernel rope)"},
+    {"sample", P::kPostLayer, W::kNone, L::kNone, kSampleOps, D::kSample, {B::kLogits, kNo}, {B::kToken, kNo}, 0,
+     "token = argmax of the last logits row, or a temperature / top-k draw (run options), on the GPU"},
+    {"up_proj", P::kLayer, W::kMatmul, L::kNone, kMatmulOps, D::kMatmul, {B::kNormed, kNo}, {B::kUp, kNo}, 0,
+     "up = normed W^T"},
+    {"v_bias", P::kLayer, W::kBias, L::kOutput, kAddOps, D::kBias, {B::kV, kNo}, {B::kV, kNo}, 0, "v += b (per token)"},
+    {"v_proj", P::kLayer, W::kMatmul, L::kNone, kMatmulOps, D::kMatmul, {B::kNormed, kNo}, {B::kV, kNo}, 0,
+     "v = normed W^T"},
+};
+
+constexpr std::string_view kBufNames[] = {"hidden", "normed", "q",      "k",         "v",        "attn",
+                                          "proj",   "gate",   "up",     "gate_up",   "act",      "logits",
+                                          "token ids", "kv cache", "token", "-"};
+static_assert(std::size(kBufNames) == static_cast<size_t>(Buf::kNone) + 1);
+
+std::string_view phase_name(Phase p) {
+  switch (p) {
+    case Phase::kPreLayer: return "preLayer";
+    case Phase::kLayer: return "layer";
+    case Phase::kPostLayer: return "postLayer";
+  }
+  return "?";
+}
+
+std::string weight_text(const OpInfo& o) {
+  switch (o.weight) {
+    case WeightKind::kNone: return "—";
+    case WeightKind::kNorm: return o.weight_length == WeightLength::kHeadDim ? "norm `[hd]`" : "norm `[D]`";
+    case WeightKind::kBias: {
+      std::string out = "bias `[";
+      out.append(buf_name(o.writes[0]));
+      out.append(" width]`");
+      return out;
+    }
+    case WeightKind::kMatmul: return "matmul";
+    case WeightKind::kEmbedding: return "embedding";
+  }
+  return "?";
+}
+
+std::string buffers_text(const std::array<Buf, 2>& bufs) {
+  std::string out;
+  for (Buf b : bufs) {
+    if (b == Buf::kNone) continue;
+    if (!out.empty()) out += ", ";
+    out += '`';
+    out.append(buf_name(b));
+    out += '`';
+  }
+  return out;
+}
+
+// A kernel a step may name: not an optional variant, and not only dispatched as another kernel's companion.
+bool step_kernel(const kernels::KernelInfo& k) {
+  if (kernels::is_optional_variant(k.name)) return false;
+  if (!kernels::kernel_companions(k.name).empty()) return true;
+  for (const kernels::KernelInfo& other : kernels::all_kernels()) {
+    for (std::string_view c : kernels::kernel_companions(other.name)) {
+      if (c == k.name) return false;
+    }
+  }
+  return true;
+}
+
+std::string kernels_text(const OpInfo& o) {
+  if (o.weight == WeightKind::kMatmul) return o.phase == Phase::kLayer ? "GEMM / GEMV" : "GEMV";
+  std::string out;
+  bool companions = false;
+  for (const kernels::KernelInfo& k : kernels::all_kernels()) {
+    if (std::find(o.kernel_ops.begin(), o.kernel_ops.end(), k.op) == o.kernel_ops.end()) continue;
+    if (!step_kernel(k)) {
+      companions = true;
+      continue;
+    }
+    if (!out.empty()) out += ", ";
+    out += '`';
+    out.append(k.name);
+    out += '`';
+  }
+  return companions ? out + " (+ companions)" : out;
+}
+
+}  // namespace
+
+std::string_view buf_name(Buf b) { return kBufNames[static_cast<size_t>(b)]; }
+
+Result<Dims> model_dims(const Architecture& a) {
+  const uint64_t limit = uint64_t{1} << 31;
+  if (a.hidden_size >= limit || a.head_dim >= limit || a.intermediate_size >= limit || a.vocab_size >= limit) {
+    return error(StatusCode::kUnsupported, "architecture: dimensions beyond 2^31 are not supported");
+  }
+  return Dims{static_cast<uint32_t>(a.hidden_size), a.num_attention_heads, a.num_key_value_heads,
+              static_cast<uint32_t>(a.head_dim),    static_cast<uint32_t>(a.intermediate_size),
+              static_cast<uint32_t>(a.vocab_size),  a.num_layers};
+}
+
+uint32_t buffer_width(const Dims& d, Buf b) {
+  switch (b) {
+    case Buf::kHidden:
+    case Buf::kNormed:
+    case Buf::kProj: return d.d;
+    case Buf::kQ:
+    case Buf::kAttn: return d.heads * d.head_dim;
+    case Buf::kK:
+    case Buf::kV: return d.kv_heads * d.head_dim;
+    case Buf::kGate:
+    case Buf::kUp:
+    case Buf::kAct: return d.ff;
+    case Buf::kGateUp: return 2 * d.ff;
+    case Buf::kLogits: return d.vocab;
+    default: return 0;
+  }
+}
+
+std::span<const OpInfo> all_ops() { return kOps; }
+
+const OpInfo* find_op(std::string_view name) {
+  const auto* it = std::lower_bound(std::begin(kOps), std::end(kOps), name,
+                                    [](const OpInfo& o, std::string_view n) { return o.name < n; });
+  return it != std::end(kOps) && it->name == name ? it : nullptr;
+}
+
+std::string op_table_markdown() {
+  std::string out =
+      "| op | phase | weight | kernels | reads | writes | semantics |\n"
+      "|---|---|---|---|---|---|---|\n";
+  for (const OpInfo& o : kOps) {
+    std::string name = "`";
+    name.append(o.name);
+    name.append("`");
+    for (const std::string& cell : {name, std::string(phase_name(o.phase)), weight_text(o),
+                                     kernels_text(o), buffers_text(o.reads), buffers_text(o.writes),
+                                     std::string(o.semantics)}) {
+      out.append("| ");
+      out.append(cell);
+      out.append(" ");
+    }
+    out.append("|\n");
+  }
+  return out;
+}
+
+}  // namespace rdrr::graph

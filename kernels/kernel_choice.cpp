@@ -1,0 +1,146 @@
+#include "kernels/kernel_choice.h"
+
+#include <string>
+
+#include "quant/blocks.h"
+
+namespace rdrr::kernels {
+namespace {
+
+using quant::DType;
+using quant::Layout;
+
+struct Related {
+  std::string_view kernel;
+  std::span<const std::string_view> others;
+};
+// The ticket zeroing and the multi-range merge (runtime/ops_gemv.cpp).
+constexpr std::string_view kColSplit[] = {"gemv_reduce"};
+// The integer-dot kernel the runtime runs where packed 8-bit dot products are native (device_gemv_kernel).
+constexpr std::string_view kQ4KVec[] = {"gemv_q4_k_dot"};
+// Split-K partials and their merge; the decode (one query) kernels the runtime runs where they apply.
+constexpr std::string_view kAttnF16[] = {"attention_split_f16", "attn_merge", "attention_decode_f16",
+                                         "attention_decode_split_f16"};
+constexpr std::string_view kAttnF32[] = {"attention_split_f32", "attn_merge", "attention_decode_f32",
+                                         "attention_decode_split_f32"};
+constexpr std::string_view kSampleThreshold[] = {"sample_partial", "sample_final"};
+constexpr std::string_view kSamplePartial[] = {"sample_threshold", "sample_final"};
+constexpr std::string_view kSampleFinal[] = {"sample_threshold", "sample_partial"};
+constexpr Related kCompanions[] = {
+    {"attention_f16", kAttnF16},          {"attention_f32", kAttnF32},
+    {"gemv_q4_k_col_split", kColSplit},   {"gemv_q4_k_vec", kQ4KVec},           {"sample_final", kSampleFinal},
+    {"sample_partial", kSamplePartial},   {"sample_threshold", kSampleThreshold},
+};
+
+// Optional variants: run in place of the kernel where the device supports them and the pack pins them.
+constexpr std::string_view kGemmF16Cm[] = {"gemm_f16_cm"};
+constexpr std::string_view kGemmQ80Cm[] = {"gemm_q8_0_cm"};
+constexpr std::string_view kGemmQ6KCm[] = {"gemm_q6_k_cm"};
+constexpr std::string_view kGemmQ4KCm[] = {"gemm_q4_k_cm"};
+constexpr std::string_view kGemmQ4KColCm[] = {"gemm_q4_k_col_cm"};
+constexpr Related kVariants[] = {
+    {"gemm_f16", kGemmF16Cm}, {"gemm_q4_k", kGemmQ4KCm}, {"gemm_q4_k_col", kGemmQ4KColCm},
+    {"gemm_q6_k", kGemmQ6KCm}, {"gemm_q8_0", kGemmQ80Cm},
+};
+
+constexpr std::string_view kCoopmatWhen =
+    "passes of more than 32 rows where the device has VK_NV_cooperative_matrix (f16 16x16x16, subgroups of 32)";
+constexpr DeviceChoice kDotChoice[] = {
+    {"gemv_q4_k_dot", "K >= 8192 where the device's packed 8-bit integer dot products are native"}};
+constexpr DeviceChoice kGemmF16Choice[] = {{"gemm_f16_cm", kCoopmatWhen}};
+constexpr DeviceChoice kGemmQ80Choice[] = {{"gemm_q8_0_cm", kCoopmatWhen}};
+constexpr DeviceChoice kGemmQ6KChoice[] = {{"gemm_q6_k_cm", kCoopmatWhen}};
+constexpr DeviceChoice kGemmQ4KChoice[] = {{"gemm_q4_k_cm", kCoopmatWhen}};
+constexpr DeviceChoice kGemmQ4KColChoice[] = {{"gemm_q4_k_col_cm", kCoopmatWhen}};
+constexpr DeviceChoice kAttnF16Choice[] = {{"attention_decode_f16", "decode (one query), head_dim a multiple of 8 up to 256"}};
+constexpr DeviceChoice kAttnF32Choice[] = {{"attention_decode_f32", "decode (one query), head_dim a multiple of 4 up to 256"}};
+struct Choices {
+  std::string_view kernel;
+  std::span<const DeviceChoice> choices;
+};
+constexpr Choices kDeviceChoices[] = {
+    {"attention_f16", kAttnF16Choice}, {"attention_f32", kAttnF32Choice}, {"gemm_f16", kGemmF16Choice},
+    {"gemm_q4_k", kGemmQ4KChoice},     {"gemm_q4_k_col", kGemmQ4KColChoice}, {"gemm_q6_k", kGemmQ6KChoice},
+    {"gemm_q8_0", kGemmQ80Choice},     {"gemv_q4_k_vec", kDotChoice},
+};
+
+std::span<const std::string_view> lookup(std::span<const Related> table, std::string_view kernel_name) {
+  for (const Related& r : table) {
+    if (r.kernel == kernel_name) return r.others;
+  }
+  return {};
+}
+
+}  // namespace
+
+std::span<const std::string_view> kernel_companions(std::string_view kernel_name) {
+  return lookup(kCompanions, kernel_name);
+}
+
+std::span<const std::string_view> kernel_variants(std::string_view kernel_name) { return lookup(kVariants, kernel_name); }
+
+bool is_optional_variant(std::string_view kernel_name) {
+  for (const Related& r : kVariants) {
+    for (std::string_view v : r.others) {
+      if (v == kernel_name) return true;
+    }
+  }
+  return false;
+}
+
+std::span<const DeviceChoice> device_choices(std::string_view pinned_kernel) {
+  for (const Choices& c : kDeviceChoices) {
+    if (c.kernel == pinned_kernel) return c.choices;
+  }
+  return {};
+}
+
+std::string_view rope_kernel(bool freq_table) { return freq_table ? "rope_freqs" : "rope"; }
+
+bool is_coopmat_kernel(std::string_view name) { return name.ends_with("_cm"); }
+
+const KernelInfo* pinned_matmul_kernel(MatmulPass pass, DType dtype, Layout layout, uint64_t k) {
+  if (pass == MatmulPass::kDecode) {
+    // The vectorized GEMVs where their block rules hold (matmul_kernel_fits).
+    std::string_view vec;
+    if (dtype == DType::kQ4_K) vec = layout == Layout::kColumnWise ? "gemv_q4_k_col_split" : "gemv_q4_k_vec";
+    if (dtype == DType::kQ6_K && layout != Layout::kColumnWise) vec = "gemv_q6_k_vec";
+    const KernelInfo* info = vec.empty() ? nullptr : find_kernel(vec);
+    if (info != nullptr && matmul_kernel_fits(*info, layout, k)) return info;
+  }
+  // The generic kernel of the pass (the registry lists each op's generic kernels first).
+  return find_kernel(pass == MatmulPass::kPrefill ? Op::kGemm : Op::kGemv, dtype, layout);
+}
+
+bool matmul_kernel_fits(const KernelInfo& kernel, Layout layout, uint64_t k, std::string_view* why) {
+  const bool whole_blocks = layout == Layout::kRowWise || k % quant::kQK_K == 0;
+  bool fits = true;
+  std::string_view rule;
+  if (kernel.name == "gemv_q4_k_vec" || kernel.name == "gemv_q4_k_dot") {
+    fits = whole_blocks;
+    rule = "rows not whole blocks or blocks not 16-byte aligned";
+  } else if (kernel.name == "gemv_q6_k_vec") {
+    fits = whole_blocks && k % 4 == 0;
+    rule = "rows not whole blocks or K not a multiple of 4";
+  }
+  if (!fits && why != nullptr) *why = rule;
+  return fits;
+}
+
+Result<const KernelInfo*> device_gemv_kernel(const KernelInfo& pinned, uint32_t k, const DeviceFacts& device,
+                                             Q4KDecode decode) {
+  const bool vec = pinned.name == "gemv_q4_k_vec";
+  const bool want_dot = pinned.name == "gemv_q4_k_dot" || (vec && decode == Q4KDecode::kIntDot);
+  if (want_dot && !device.int_dot_usable) {
+    return error(StatusCode::kUnsupported, "gemv_q4_k_dot needs shaderIntegerDotProduct and subgroups that divide 64 "
+                                           "invocations");
+  }
+  const bool dot = want_dot || (vec && device.int_dot_usable && decode == Q4KDecode::kAuto && device.int_dot_fast &&
+                                k >= kIntDotMinK);
+  if (!dot || pinned.name == "gemv_q4_k_dot") return &pinned;
+  const KernelInfo* info = find_kernel("gemv_q4_k_dot");
+  if (info == nullptr) return error(StatusCode::kInternal, "gemv_q4_k_dot is not registered");
+  return info;
+}
+
+}  // namespace rdrr::kernels
