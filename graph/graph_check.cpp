@@ -277,6 +277,24 @@ class Checker {
     return a.hidden_size;
   }
 
+  // A matmul weight is [width(output), width(input)] of the op's buffers; an embedding table [>= V, D].
+  Status check_two_d_shape(const OpInfo& op, const TensorEntry& t, const std::string& what) const {
+    if (op.weight == WeightKind::kEmbedding) {
+      if (t.shape[1] == m_.architecture.hidden_size && t.shape[0] >= m_.architecture.vocab_size) return Status::Ok();
+      return error(StatusCode::kValidation, what + ": embedding shape " + shape_to_string(t.shape) +
+                                                " != [>= vocabSize " + std::to_string(m_.architecture.vocab_size) +
+                                                ", hiddenSize " + std::to_string(m_.architecture.hidden_size) + "]");
+    }
+    if (op.weight != WeightKind::kMatmul) return Status::Ok();
+    if (!dims_.ok()) return dims_.status();
+    const uint64_t n = buffer_width(*dims_, op.output());
+    const uint64_t k = buffer_width(*dims_, op.input());
+    if (t.shape[0] == n && t.shape[1] == k) return Status::Ok();
+    return error(StatusCode::kValidation, what + ": shape " + shape_to_string(t.shape) + " != [" + std::to_string(n) +
+                                              ", " + std::to_string(k) + "] ([" + std::string(buf_name(op.output())) +
+                                              " width, " + std::string(buf_name(op.input())) + " width])");
+  }
+
   Status check_weight(const StepRef& s, const OpInfo& op, const KernelInfo& k, const std::string& label,
                       const std::string& name) const {
     const auto it = tensors_.find(name);
@@ -290,6 +308,7 @@ class Checker {
     if (two_d && t.shape.size() != 2) {
       return error(StatusCode::kValidation, what + ": shape " + shape_to_string(t.shape) + " is not 2-D [N, K]");
     }
+    RDRR_RETURN_IF_ERROR(check_two_d_shape(op, t, what));
     if (!contains(k.dtypes, t.dtype)) {
       return error(StatusCode::kUnsupported, what + ": kernel reads " + dtypes_string(k.dtypes) + ", tensor is " +
                                                  std::string(quant::dtype_name(t.dtype)));
@@ -493,6 +512,7 @@ class Checker {
   std::unordered_map<std::string_view, const TensorEntry*> tensors_;
   std::vector<StepRef> steps_;
   const StepRef* kv_first_ = nullptr;
+  Result<Dims> dims_ = model_dims(m_.architecture);
   DType kv_type_ = DType::kF16;
 };
 

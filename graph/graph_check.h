@@ -20,8 +20,12 @@
 //                in prefill and kGemv in decode / postLayer                              kValidation
 //                weight ref present iff the op takes a weight                            kValidation
 //                after {L} expansion the weight exists for every layer the step runs for kValidation
-//                matmul / embedding weight 2-D                                           kValidation
-//                kernel accepts the weight's dtype and layout (plain dtypes: row_wise)   kUnsupported
+//                matmul / embedding weight 2-D; a matmul's [N, K] the widths of the op's
+//                output and input buffers (graph_ops.h); an embedding [>= V, D]          kValidation
+//                kernel accepts the weight's dtype and layout (plain dtypes: row_wise),
+//                and its block rule (kernels::matmul_kernel_fits)                        kUnsupported
+//                a rope step's kernel is kernels::rope_kernel(non-local and the scaling
+//                needs the frequency table)                                              kValidation
 //                norm / bias weight F32 1-D of the op's weight_length (D; headDim for
 //                q_norm / k_norm; the written buffer's width for biases)                kValidation
 //                kv_append[_rope] and attention kernels agree on the KV cache type       kValidation

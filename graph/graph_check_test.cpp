@@ -9,6 +9,7 @@
 
 #include "kernels/digest_table.h"
 #include "graph/graph_plan.h"
+#include "rdrr/layer_ref.h"
 #include "rdrr/manifest_testutil.h"
 #include "rdrr/validate.h"
 
@@ -389,6 +390,53 @@ TEST(GraphCheck, KeyRotatedAndAppendedExactlyOnce) {
   unfuse_kv_rope(m, graph(m).prefill);
   first_step(m, "kv_append_rope").kernel_key = "kv_append_f16";
   expect_error(m, StatusCode::kValidation, {"'kv_append_rope'", "kv_append_f16"});
+}
+
+// A rope step pins rope_freqs exactly when it rotates with the CPU frequency table (kernels::rope_kernel).
+TEST(GraphCheck, RopeKernelFollowsTheScaling) {
+  Manifest m = planned_manifest();
+  graph(m).kernels["rope_freqs"] = KernelSpec{"rope.comp", "main", pinned_kernel_digest("rope_freqs").value(), {}, {}};
+  ASSERT_TRUE(check_execution_graph(m).ok()) << check_execution_graph(m).to_string();
+  first_step(m, "rope_q").kernel_key = "rope_freqs";  // layer 2 (full attention), unscaled rope
+  expect_error(m, StatusCode::kValidation,
+               {"'rope_q': kernel 'rope_freqs' cannot rotate this step", "ropeScalingType none", "needs kernel 'rope'"});
+  m = planned_manifest();
+  graph(m).kernels["rope_freqs"] = KernelSpec{"rope.comp", "main", pinned_kernel_digest("rope_freqs").value(), {}, {}};
+  first_step(m, "rope_q_local").kernel_key = "rope_freqs";
+  expect_error(m, StatusCode::kValidation, {"'rope_q_local'", "local rope", "needs kernel 'rope'"});
+  // llama3 scaling: `rope` cannot apply it.
+  m = planned_manifest();
+  m.inference.rope.scaling_type = RopeScalingType::kLlama3;
+  expect_error(m, StatusCode::kValidation, {"'rope_q': kernel 'rope'", "ropeScalingType llama3", "needs kernel 'rope_freqs'"});
+}
+
+// The vectorized GEMVs read rows of whole blocks (kernels::matmul_kernel_fits): a flat weight whose rows cross
+// blocks is refused, naming the rule.
+TEST(GraphCheck, VectorizedGemvNeedsWholeBlockRows) {
+  Manifest m = testing::tiny_gemma3_manifest();
+  m.architecture.intermediate_size = 300;  // down_proj rows of 300 values: whole blocks only when padded
+  for (TensorEntry& t : m.tensors) {
+    if (t.name.ends_with("mlp.gate_proj.weight") || t.name.ends_with("mlp.up_proj.weight")) t.shape[0] = 300;
+    if (t.name.ends_with("mlp.down_proj.weight")) t.shape[1] = 300;
+  }
+  m.inference.execution = plan_execution_graph(m).value();
+  ASSERT_TRUE(check_execution_graph(m).ok()) << check_execution_graph(m).to_string();
+  ASSERT_EQ(first_step(m, "down_proj").kernel_key, "gemv_q4_k_vec");
+  tensor(m, "model.layers.0.mlp.down_proj.weight").layout = quant::Layout::kFlat;
+  expect_error(m, StatusCode::kUnsupported,
+               {"(layer 0) 'down_proj'", "gemv_q4_k_vec", "cannot read this flat weight of K 300",
+                "rows not whole blocks"});
+}
+
+// Matmul and embedding shapes follow the op's buffers (the runtime sizes its dispatches from them).
+TEST(GraphCheck, MatmulAndEmbeddingShapes) {
+  Manifest m = planned_manifest();
+  const std::string k = substitute_layer(*first_step(m, "k_proj").weight_ref, 1);
+  std::swap(tensor(m, k).shape[0], tensor(m, k).shape[1]);
+  expect_error(m, StatusCode::kValidation, {"(layer 1) 'k_proj'", k, "!= [64, 256] ([k width, normed width])"});
+  m = planned_manifest();
+  tensor(m, "model.embed_tokens.weight").shape[0] = m.architecture.vocab_size - 1;
+  expect_error(m, StatusCode::kValidation, {"preLayer[0] 'embed'", "embedding shape", ">= vocabSize"});
 }
 
 TEST(GraphCheck, DigestMismatchNamesStepBothDigestsAndFix) {

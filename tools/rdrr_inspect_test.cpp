@@ -243,6 +243,32 @@ TEST(RdrrInspect, SummaryMentionsEveryTensor) {
     for (const nlohmann::json& k : j.at("graph").at("kernels")) EXPECT_EQ(k.at("status"), "ok") << k.dump();
     EXPECT_NE(text.out.find("preLayer:"), std::string::npos);
   }
+  // The kernels a device may run in place of a pinned one (kernels/kernel_choice.h), visible in both forms.
+  EXPECT_NE(text.out.find("device choice: runs gemm_q4_k_col_cm instead for passes of more than 32 rows"),
+            std::string::npos)
+      << text.out;
+  bool shown = false;
+  for (const nlohmann::json& k : j.at("graph").at("kernels")) {
+    if (k.at("key") != "gemm_q4_k_col") continue;
+    ASSERT_EQ(k.at("deviceChoices").size(), 1u) << k.dump();
+    EXPECT_EQ(k.at("deviceChoices")[0].at("kernel"), "gemm_q4_k_col_cm");
+    shown = true;
+  }
+  EXPECT_TRUE(shown) << j.at("graph").at("kernels").dump();
+}
+
+// --ops prints the op vocabulary (rdrr/SPEC.md 9.2's table); PACK is required otherwise, refused with it.
+TEST(RdrrInspect, OpsPrintsTheOpTable) {
+  TempDir tmp;
+  const ToolRun ops = run_inspect({"--ops"}, tmp.path());
+  ASSERT_EQ(ops.exit_code, 0) << ops.err;
+  EXPECT_EQ(ops.out.rfind("| op | phase | weight | kernels | reads | writes | semantics |\n", 0), 0u) << ops.out;
+  EXPECT_NE(ops.out.find("| `kv_append_rope` | layer |"), std::string::npos) << ops.out;
+  const ToolRun none = run_inspect({}, tmp.path());
+  EXPECT_EQ(none.exit_code, 2) << none.err;
+  EXPECT_NE(none.err.find("PACK is required"), std::string::npos) << none.err;
+  const ToolRun both = run_inspect({"--ops", "some-pack"}, tmp.path());
+  EXPECT_EQ(both.exit_code, 2) << both.err;
 }
 
 TEST(RdrrInspect, KernelPinStatuses) {
