@@ -42,15 +42,6 @@ Phase op_phase(Section p) {
   return Phase::kLayer;
 }
 
-std::string_view phase_name(Phase p) {
-  switch (p) {
-    case Phase::kPreLayer: return "preLayer";
-    case Phase::kLayer: return "prefill / decode";
-    case Phase::kPostLayer: return "postLayer";
-  }
-  return "?";
-}
-
 std::string q(std::string_view s) {
   std::string out;
   out.reserve(s.size() + 2);
@@ -216,6 +207,14 @@ class Checker {
                                                   std::string(section_name(s.phase)) + " use " +
                                                   std::string(kernels::op_name(want)) + " kernels");
       }
+    }
+    if (!op->kernel.empty() && step.kernel_key != op->kernel) {
+      return error(StatusCode::kValidation, s.label() + ": kernel " + q(step.kernel_key) + " does not run this op; it runs "
+                                                "on kernel " + q(op->kernel) + " (rdrr/SPEC.md 9.2)");
+    }
+    if (op->param != nullptr) {
+      const Result<float> param = op->param(m_);
+      if (!param.ok()) return Status(param.status()).context(s.label());
     }
     if (op->dispatch == Dispatch::kRope) RDRR_RETURN_IF_ERROR(check_rope_kernel(s, *op));
     if (is_kv_kernel(*k)) RDRR_RETURN_IF_ERROR(check_kv_type(s, *k));

@@ -16,8 +16,10 @@
 //                op allowed in the phase                                                 kValidation
 //                kernel key in the kernels map                                           kValidation
 //                kernel not an optional variant (steps name the base kernel)               kValidation
+//                the op's own kernel where its row names one (graph_ops.h OpInfo::kernel)  kValidation
 //                kernel's registry op among the op's kernel ops; matmul steps use kGemm
 //                in prefill and kGemv in decode / postLayer                              kValidation
+//                the op's manifest parameter (OpInfo::param) valid                        kValidation
 //                weight ref present iff the op takes a weight                            kValidation
 //                after {L} expansion the weight exists for every layer the step runs for kValidation
 //                matmul / embedding weight 2-D; a matmul's [N, K] the widths of the op's

@@ -439,6 +439,26 @@ TEST(GraphCheck, MatmulAndEmbeddingShapes) {
   expect_error(m, StatusCode::kValidation, {"preLayer[0] 'embed'", "embedding shape", ">= vocabSize"});
 }
 
+// An op whose row names its kernel runs only on it; a unary op's manifest parameter must be valid.
+TEST(GraphCheck, FixedKernelAndUnaryParameter) {
+  Manifest m = planned_manifest();
+  graph(m).kernels["add_bias"] = KernelSpec{"add.comp", "main", pinned_kernel_digest("add_bias").value(), {}, {}};
+  ASSERT_TRUE(check_execution_graph(m).ok()) << check_execution_graph(m).to_string();
+  first_step(m, "residual").kernel_key = "add_bias";
+  expect_error(m, StatusCode::kValidation, {"'residual': kernel 'add_bias' does not run this op", "kernel 'add'"});
+
+  m = planned_manifest();
+  m.inference.output.final_logit_softcapping = 30.0;
+  graph(m).kernels["softcap"] = KernelSpec{"softcap.comp", "main", pinned_kernel_digest("softcap").value(), {}, {}};
+  graph(m).post_layer.insert(graph(m).post_layer.end() - 1, ExecStep{"logit_softcap", "softcap", std::nullopt});
+  ASSERT_TRUE(check_execution_graph(m).ok()) << check_execution_graph(m).to_string();
+  m.inference.output.final_logit_softcapping = 0.0;
+  expect_error(m, StatusCode::kValidation,
+               {"postLayer[", "'logit_softcap'", "inference.output.finalLogitSoftcapping", "> 0"});
+  m.inference.output.final_logit_softcapping.reset();
+  expect_error(m, StatusCode::kValidation, {"finalLogitSoftcapping", "absent"});
+}
+
 TEST(GraphCheck, DigestMismatchNamesStepBothDigestsAndFix) {
   Manifest m = planned_manifest();
   const std::string compiled = pinned_kernel_digest("attention_f16").value();

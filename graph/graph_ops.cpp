@@ -1,6 +1,7 @@
 #include "graph/graph_ops.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "kernels/kernel_choice.h"
 
@@ -19,8 +20,18 @@ constexpr Op kKvOps[] = {Op::kKvAppend};
 constexpr Op kKvRopeOps[] = {Op::kKvAppendRope};
 constexpr Op kAttnOps[] = {Op::kAttention};
 constexpr Op kActOps[] = {Op::kGatedAct};
-constexpr Op kSoftcapOps[] = {Op::kSoftcap};
+constexpr Op kUnaryOps[] = {Op::kUnary};
 constexpr Op kSampleOps[] = {Op::kSample};
+
+// logit_softcap's parameter c: finalLogitSoftcapping, finite and > 0.
+Result<float> final_softcap(const Manifest& m) {
+  const std::optional<double> c = m.inference.output.final_logit_softcapping;
+  if (!c || !(*c > 0.0) || !std::isfinite(static_cast<float>(*c))) {
+    return error(StatusCode::kValidation, "inference.output.finalLogitSoftcapping: logit_softcap needs it set, finite "
+                                          "and > 0, is " + (c ? std::to_string(*c) : std::string("absent")));
+  }
+  return static_cast<float>(*c);
+}
 
 using P = Phase;
 using W = WeightKind;
@@ -31,78 +42,105 @@ constexpr B kNo = B::kNone;
 
 // Sorted by name (find_op uses binary search; graph_ops_test checks the order).
 constexpr OpInfo kOps[] = {
-    {"attention", P::kLayer, W::kNone, L::kNone, kAttnOps, D::kAttention, {B::kQ, B::kKvCache}, {B::kAttn, kNo},
-     kAttends, "causal GQA attention over cache positions 0..p, scale from queryPreAttnScalar or headDim, attnLogitSoftcapping"},
-    {"attention_sliding", P::kLayer, W::kNone, L::kNone, kAttnOps, D::kAttention, {B::kQ, B::kKvCache}, {B::kAttn, kNo},
-     kAttends | kLocal, "attention limited to the last slidingWindow positions (sliding_attention layers only)"},
-    {"attn_norm", P::kLayer, W::kNorm, L::kHidden, kNormOps, D::kNorm, {B::kHidden, kNo}, {B::kNormed, kNo}, 0,
+    {"attention", P::kLayer, W::kNone, L::kNone, kAttnOps, "", D::kAttention,
+     {B::kQ, B::kKvCache}, {B::kAttn, kNo}, kAttends, nullptr,
+     "causal GQA attention over cache positions 0..p, scale from queryPreAttnScalar or headDim, "
+     "attnLogitSoftcapping"},
+    {"attention_sliding", P::kLayer, W::kNone, L::kNone, kAttnOps, "", D::kAttention,
+     {B::kQ, B::kKvCache}, {B::kAttn, kNo}, kAttends | kLocal, nullptr,
+     "attention limited to the last slidingWindow positions (sliding_attention layers only)"},
+    {"attn_norm", P::kLayer, W::kNorm, L::kHidden, kNormOps, "rms_norm", D::kNorm,
+     {B::kHidden, kNo}, {B::kNormed, kNo}, 0, nullptr,
      "normed = rmsnorm(hidden) * (rmsNormWeightOffset + w)"},
-    {"down_proj", P::kLayer, W::kMatmul, L::kNone, kMatmulOps, D::kMatmul, {B::kAct, kNo}, {B::kProj, kNo}, 0,
+    {"down_proj", P::kLayer, W::kMatmul, L::kNone, kMatmulOps, "", D::kMatmul,
+     {B::kAct, kNo}, {B::kProj, kNo}, 0, nullptr,
      "proj = act W^T"},
-    {"embed", P::kPreLayer, W::kEmbedding, L::kNone, kEmbedOps, D::kEmbed, {B::kTokenIds, kNo}, {B::kHidden, kNo}, 0,
+    {"embed", P::kPreLayer, W::kEmbedding, L::kNone, kEmbedOps, "", D::kEmbed,
+     {B::kTokenIds, kNo}, {B::kHidden, kNo}, 0, nullptr,
      "hidden = table[ids] * embeddingScale"},
-    {"ffn_norm", P::kLayer, W::kNorm, L::kHidden, kAddNormOps, D::kAddNorm, {B::kHidden, B::kProj},
-     {B::kHidden, B::kNormed}, 0, "hidden += proj; normed = rmsnorm(hidden) * (offset + w)"},
-    {"final_norm", P::kPostLayer, W::kNorm, L::kHidden, kNormOps, D::kNorm, {B::kHidden, kNo}, {B::kNormed, kNo}, 0,
+    {"ffn_norm", P::kLayer, W::kNorm, L::kHidden, kAddNormOps, "add_rms_norm", D::kAddNorm,
+     {B::kHidden, B::kProj}, {B::kHidden, B::kNormed}, 0, nullptr,
+     "hidden += proj; normed = rmsnorm(hidden) * (offset + w)"},
+    {"final_norm", P::kPostLayer, W::kNorm, L::kHidden, kNormOps, "rms_norm", D::kNorm,
+     {B::kHidden, kNo}, {B::kNormed, kNo}, 0, nullptr,
      "normed = rmsnorm(hidden) * (offset + w), for the rows the post-layer phase runs"},
-    {"gate_proj", P::kLayer, W::kMatmul, L::kNone, kMatmulOps, D::kMatmul, {B::kNormed, kNo}, {B::kGate, kNo}, 0,
+    {"gate_proj", P::kLayer, W::kMatmul, L::kNone, kMatmulOps, "", D::kMatmul,
+     {B::kNormed, kNo}, {B::kGate, kNo}, 0, nullptr,
      "gate = normed W^T"},
-    {"gate_up_proj", P::kLayer, W::kMatmul, L::kNone, kMatmulOps, D::kMatmul, {B::kNormed, kNo}, {B::kGateUp, kNo}, 0,
+    {"gate_up_proj", P::kLayer, W::kMatmul, L::kNone, kMatmulOps, "", D::kMatmul,
+     {B::kNormed, kNo}, {B::kGateUp, kNo}, 0, nullptr,
      "gate_up = normed W^T (fused [2F, D] weight, gate rows first)"},
-    {"glu", P::kLayer, W::kNone, L::kNone, kActOps, D::kGlu, {B::kGate, B::kUp}, {B::kAct, kNo}, 0,
+    {"glu", P::kLayer, W::kNone, L::kNone, kActOps, "glu", D::kGlu, {B::kGate, B::kUp}, {B::kAct, kNo}, 0, nullptr,
      "act = activation(gate) * up"},
-    {"glu_split", P::kLayer, W::kNone, L::kNone, kActOps, D::kGluSplit, {B::kGateUp, kNo}, {B::kAct, kNo}, 0,
+    {"glu_split", P::kLayer, W::kNone, L::kNone, kActOps, "glu_split", D::kGluSplit,
+     {B::kGateUp, kNo}, {B::kAct, kNo}, 0, nullptr,
      "act = activation(gate half) * up half"},
-    {"k_bias", P::kLayer, W::kBias, L::kOutput, kAddOps, D::kBias, {B::kK, kNo}, {B::kK, kNo}, 0, "k += b (per token)"},
-    {"k_norm", P::kLayer, W::kNorm, L::kHeadDim, kNormOps, D::kHeadNorm, {B::kK, kNo}, {B::kK, kNo}, 0,
+    {"k_bias", P::kLayer, W::kBias, L::kOutput, kAddOps, "", D::kBias, {B::kK, kNo}, {B::kK, kNo}, 0, nullptr,
+     "k += b (per token)"},
+    {"k_norm", P::kLayer, W::kNorm, L::kHeadDim, kNormOps, "rms_norm", D::kHeadNorm,
+     {B::kK, kNo}, {B::kK, kNo}, 0, nullptr,
      "per-head rmsnorm of k over headDim"},
-    {"k_proj", P::kLayer, W::kMatmul, L::kNone, kMatmulOps, D::kMatmul, {B::kNormed, kNo}, {B::kK, kNo}, 0,
+    {"k_proj", P::kLayer, W::kMatmul, L::kNone, kMatmulOps, "", D::kMatmul, {B::kNormed, kNo}, {B::kK, kNo}, 0, nullptr,
      "k = normed W^T"},
-    {"kv_append", P::kLayer, W::kNone, L::kNone, kKvOps, D::kKvAppend, {B::kK, B::kV}, {B::kKvCache, kNo}, kAppendsKv,
+    {"kv_append", P::kLayer, W::kNone, L::kNone, kKvOps, "", D::kKvAppend,
+     {B::kK, B::kV}, {B::kKvCache, kNo}, kAppendsKv, nullptr,
      "k and v of the pass's positions into the layer's cache (precision kvDtype)"},
-    {"kv_append_rope", P::kLayer, W::kNone, L::kNone, kKvRopeOps, D::kKvAppendRope, {B::kK, B::kV}, {B::kKvCache, kNo},
-     kRotatesK | kAppendsKv,
+    {"kv_append_rope", P::kLayer, W::kNone, L::kNone, kKvRopeOps, "", D::kKvAppendRope,
+     {B::kK, B::kV}, {B::kKvCache, kNo}, kRotatesK | kAppendsKv, nullptr,
      "k rotated as rope_k does (ropeTheta, ropeScaling*), then k and v into the layer's cache, in place of rope_k "
      "and kv_append (precision kvDtype)"},
-    {"kv_append_rope_local", P::kLayer, W::kNone, L::kNone, kKvRopeOps, D::kKvAppendRope, {B::kK, B::kV},
-     {B::kKvCache, kNo}, kRotatesK | kAppendsKv | kLocal,
+    {"kv_append_rope_local", P::kLayer, W::kNone, L::kNone, kKvRopeOps, "", D::kKvAppendRope,
+     {B::kK, B::kV}, {B::kKvCache, kNo}, kRotatesK | kAppendsKv | kLocal, nullptr,
      "kv_append_rope with ropeLocalTheta, unscaled (sliding_attention layers), in place of rope_k_local and "
      "kv_append"},
-    {"lm_head", P::kPostLayer, W::kMatmul, L::kNone, kMatmulOps, D::kMatmul, {B::kNormed, kNo}, {B::kLogits, kNo}, 0,
+    {"lm_head", P::kPostLayer, W::kMatmul, L::kNone, kMatmulOps, "", D::kMatmul,
+     {B::kNormed, kNo}, {B::kLogits, kNo}, 0, nullptr,
      "logits = normed W^T (lm_head.weight, or the embedding table when tied)"},
-    {"logit_softcap", P::kPostLayer, W::kNone, L::kNone, kSoftcapOps, D::kSoftcap, {B::kLogits, kNo},
-     {B::kLogits, kNo}, 0, "logits = c * tanh(logits / c), c = finalLogitSoftcapping"},
-    {"o_proj", P::kLayer, W::kMatmul, L::kNone, kMatmulOps, D::kMatmul, {B::kAttn, kNo}, {B::kProj, kNo}, 0,
+    {"logit_softcap", P::kPostLayer, W::kNone, L::kNone, kUnaryOps, "softcap", D::kUnary,
+     {B::kLogits, kNo}, {B::kLogits, kNo}, 0, final_softcap,
+     "logits = c * tanh(logits / c), c = finalLogitSoftcapping"},
+    {"o_proj", P::kLayer, W::kMatmul, L::kNone, kMatmulOps, "", D::kMatmul,
+     {B::kAttn, kNo}, {B::kProj, kNo}, 0, nullptr,
      "proj = attn W^T"},
-    {"post_attn_norm", P::kLayer, W::kNorm, L::kHidden, kNormOps, D::kNorm, {B::kProj, kNo}, {B::kProj, kNo}, 0,
+    {"post_attn_norm", P::kLayer, W::kNorm, L::kHidden, kNormOps, "rms_norm", D::kNorm,
+     {B::kProj, kNo}, {B::kProj, kNo}, 0, nullptr,
      "proj = rmsnorm(proj) * (offset + w)"},
-    {"post_ffn_norm", P::kLayer, W::kNorm, L::kHidden, kNormOps, D::kNorm, {B::kProj, kNo}, {B::kProj, kNo}, 0,
+    {"post_ffn_norm", P::kLayer, W::kNorm, L::kHidden, kNormOps, "rms_norm", D::kNorm,
+     {B::kProj, kNo}, {B::kProj, kNo}, 0, nullptr,
      "proj = rmsnorm(proj) * (offset + w)"},
-    {"q_bias", P::kLayer, W::kBias, L::kOutput, kAddOps, D::kBias, {B::kQ, kNo}, {B::kQ, kNo}, 0, "q += b (per token)"},
-    {"q_norm", P::kLayer, W::kNorm, L::kHeadDim, kNormOps, D::kHeadNorm, {B::kQ, kNo}, {B::kQ, kNo}, 0,
+    {"q_bias", P::kLayer, W::kBias, L::kOutput, kAddOps, "", D::kBias, {B::kQ, kNo}, {B::kQ, kNo}, 0, nullptr,
+     "q += b (per token)"},
+    {"q_norm", P::kLayer, W::kNorm, L::kHeadDim, kNormOps, "rms_norm", D::kHeadNorm,
+     {B::kQ, kNo}, {B::kQ, kNo}, 0, nullptr,
      "per-head rmsnorm of q over headDim"},
-    {"q_proj", P::kLayer, W::kMatmul, L::kNone, kMatmulOps, D::kMatmul, {B::kNormed, kNo}, {B::kQ, kNo}, 0,
+    {"q_proj", P::kLayer, W::kMatmul, L::kNone, kMatmulOps, "", D::kMatmul, {B::kNormed, kNo}, {B::kQ, kNo}, 0, nullptr,
      "q = normed W^T"},
-    {"residual", P::kLayer, W::kNone, L::kNone, kAddOps, D::kResidual, {B::kHidden, B::kProj}, {B::kHidden, kNo},
-     kAddsOwnOutput, "hidden += proj"},
-    {"residual_attn_norm", P::kLayer, W::kNorm, L::kHidden, kAddNormOps, D::kAddNorm, {B::kHidden, B::kProj},
-     {B::kHidden, B::kNormed}, kAddsPrevOutput,
+    {"residual", P::kLayer, W::kNone, L::kNone, kAddOps, "add", D::kResidual,
+     {B::kHidden, B::kProj}, {B::kHidden, kNo}, kAddsOwnOutput, nullptr,
+     "hidden += proj"},
+    {"residual_attn_norm", P::kLayer, W::kNorm, L::kHidden, kAddNormOps, "add_rms_norm", D::kAddNorm,
+     {B::kHidden, B::kProj}, {B::kHidden, B::kNormed}, kAddsPrevOutput, nullptr,
      "hidden += proj (the previous layer's output, in place of its residual step); normed = rmsnorm(hidden) * "
      "(rmsNormWeightOffset + w)"},
-    {"rope_k", P::kLayer, W::kNone, L::kNone, kRopeOps, D::kRope, {B::kK, kNo}, {B::kK, kNo}, kRotatesK,
+    {"rope_k", P::kLayer, W::kNone, L::kNone, kRopeOps, "", D::kRope, {B::kK, kNo}, {B::kK, kNo}, kRotatesK, nullptr,
      "rotary embedding of k, ropeTheta and ropeScaling* (kernel rope_freqs exactly for llama3 / yarn scaling)"},
-    {"rope_k_local", P::kLayer, W::kNone, L::kNone, kRopeOps, D::kRope, {B::kK, kNo}, {B::kK, kNo}, kRotatesK | kLocal,
+    {"rope_k_local", P::kLayer, W::kNone, L::kNone, kRopeOps, "", D::kRope,
+     {B::kK, kNo}, {B::kK, kNo}, kRotatesK | kLocal, nullptr,
      "rotary embedding of k with ropeLocalTheta, unscaled (sliding_attention layers; kernel rope)"},
-    {"rope_q", P::kLayer, W::kNone, L::kNone, kRopeOps, D::kRope, {B::kQ, kNo}, {B::kQ, kNo}, kRotatesQ,
+    {"rope_q", P::kLayer, W::kNone, L::kNone, kRopeOps, "", D::kRope, {B::kQ, kNo}, {B::kQ, kNo}, kRotatesQ, nullptr,
      "rotary embedding of q, ropeTheta and ropeScaling* (kernel rope_freqs exactly for llama3 / yarn scaling)"},
-    {"rope_q_local", P::kLayer, W::kNone, L::kNone, kRopeOps, D::kRope, {B::kQ, kNo}, {B::kQ, kNo}, kRotatesQ | kLocal,
+    {"rope_q_local", P::kLayer, W::kNone, L::kNone, kRopeOps, "", D::kRope,
+     {B::kQ, kNo}, {B::kQ, kNo}, kRotatesQ | kLocal, nullptr,
      "rotary embedding of q with ropeLocalTheta, unscaled (sliding_attention layers; kernel rope)"},
-    {"sample", P::kPostLayer, W::kNone, L::kNone, kSampleOps, D::kSample, {B::kLogits, kNo}, {B::kToken, kNo}, 0,
+    {"sample", P::kPostLayer, W::kNone, L::kNone, kSampleOps, "", D::kSample,
+     {B::kLogits, kNo}, {B::kToken, kNo}, 0, nullptr,
      "token = argmax of the last logits row, or a temperature / top-k draw (run options), on the GPU"},
-    {"up_proj", P::kLayer, W::kMatmul, L::kNone, kMatmulOps, D::kMatmul, {B::kNormed, kNo}, {B::kUp, kNo}, 0,
+    {"up_proj", P::kLayer, W::kMatmul, L::kNone, kMatmulOps, "", D::kMatmul,
+     {B::kNormed, kNo}, {B::kUp, kNo}, 0, nullptr,
      "up = normed W^T"},
-    {"v_bias", P::kLayer, W::kBias, L::kOutput, kAddOps, D::kBias, {B::kV, kNo}, {B::kV, kNo}, 0, "v += b (per token)"},
-    {"v_proj", P::kLayer, W::kMatmul, L::kNone, kMatmulOps, D::kMatmul, {B::kNormed, kNo}, {B::kV, kNo}, 0,
+    {"v_bias", P::kLayer, W::kBias, L::kOutput, kAddOps, "", D::kBias, {B::kV, kNo}, {B::kV, kNo}, 0, nullptr,
+     "v += b (per token)"},
+    {"v_proj", P::kLayer, W::kMatmul, L::kNone, kMatmulOps, "", D::kMatmul, {B::kNormed, kNo}, {B::kV, kNo}, 0, nullptr,
      "v = normed W^T"},
 };
 
@@ -111,14 +149,6 @@ constexpr std::string_view kBufNames[] = {"hidden", "normed", "q",      "k",    
                                           "token ids", "kv cache", "token", "-"};
 static_assert(std::size(kBufNames) == static_cast<size_t>(Buf::kNone) + 1);
 
-std::string_view phase_name(Phase p) {
-  switch (p) {
-    case Phase::kPreLayer: return "preLayer";
-    case Phase::kLayer: return "layer";
-    case Phase::kPostLayer: return "postLayer";
-  }
-  return "?";
-}
 
 std::string weight_text(const OpInfo& o) {
   switch (o.weight) {
@@ -162,6 +192,12 @@ bool step_kernel(const kernels::KernelInfo& k) {
 
 std::string kernels_text(const OpInfo& o) {
   if (o.weight == WeightKind::kMatmul) return o.phase == Phase::kLayer ? "GEMM / GEMV" : "GEMV";
+  if (!o.kernel.empty()) {
+    std::string one = "`";
+    one.append(o.kernel);
+    one.append("`");
+    return one;
+  }
   std::string out;
   bool companions = false;
   for (const kernels::KernelInfo& k : kernels::all_kernels()) {
@@ -181,6 +217,15 @@ std::string kernels_text(const OpInfo& o) {
 }  // namespace
 
 std::string_view buf_name(Buf b) { return kBufNames[static_cast<size_t>(b)]; }
+
+std::string_view phase_name(Phase p) {
+  switch (p) {
+    case Phase::kPreLayer: return "preLayer";
+    case Phase::kLayer: return "prefill / decode";
+    case Phase::kPostLayer: return "postLayer";
+  }
+  return "?";
+}
 
 Result<Dims> model_dims(const Architecture& a) {
   const uint64_t limit = uint64_t{1} << 31;

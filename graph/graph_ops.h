@@ -25,6 +25,7 @@ namespace rdrr::graph {
 
 // Where a step may appear: preLayer, the per-layer phases (prefill / decode), postLayer.
 enum class Phase : uint8_t { kPreLayer, kLayer, kPostLayer };
+std::string_view phase_name(Phase p);  // "preLayer", "prefill / decode", "postLayer"
 
 // What the step's weight ref must name.
 enum class WeightKind : uint8_t {
@@ -89,7 +90,7 @@ enum class Dispatch : uint8_t {
   kGlu,
   kGluSplit,
   kResidual,      // hidden += proj
-  kSoftcap,
+  kUnary,         // writes[0] = f(reads[0], param) elementwise: the row's kernel (Op::kUnary) and param
   kSample,
 };
 
@@ -112,10 +113,16 @@ struct OpInfo {
   // Registry ops whose kernels may implement the step. Matmul ops: kGemm in prefill, kGemv in decode and
   // postLayer (checked by the graph checker against the phase).
   std::span<const kernels::Op> kernel_ops;
+  // The one registry kernel that runs the op, when there is one (the planner pins it, the checker requires it);
+  // empty where the kernel depends on the weight, the KV cache type or the rope scaling.
+  std::string_view kernel;
   Dispatch dispatch;
   std::array<Buf, 2> reads;   // kNone-padded
   std::array<Buf, 2> writes;  // kNone-padded
   uint32_t flags;             // OpFlag bits
+  // kUnary ops: the kernel's parameter from the manifest (e.g. logit_softcap's finalLogitSoftcapping), or a
+  // kValidation error naming the field; the graph checker calls it, the executor passes the value. nullptr: none.
+  Result<float> (*param)(const Manifest& m);
   std::string_view semantics;  // one line for SPEC.md and `rdrr-inspect`
 
   bool has(OpFlag f) const { return (flags & f) != 0; }

@@ -34,7 +34,8 @@ constexpr BindingInfo kRopeFreqBindings[] = {
 constexpr BindingInfo kGluSplitBindings[] = {{0, "gate_up", Access::kRead}, {1, "out", Access::kWrite}};
 constexpr BindingInfo kAddNormBindings[] = {
     {0, "x", Access::kReadWrite}, {1, "res", Access::kRead}, {2, "w", Access::kRead}, {3, "y", Access::kWrite}};
-constexpr BindingInfo kSoftcapBindings[] = {{0, "x", Access::kRead}, {1, "y", Access::kWrite}};
+// Elementwise unary kernels (Op::kUnary): push {n, param, n_groups}.
+constexpr BindingInfo kUnaryBindings[] = {{0, "x", Access::kRead}, {1, "y", Access::kWrite}};
 constexpr BindingInfo kEmbedBindings[] = {{0, "table", Access::kRead}, {1, "ids", Access::kRead}, {2, "out", Access::kWrite}};
 constexpr BindingInfo kKvAppendBindings[] = {{0, "k_src", Access::kRead},
                                              {1, "v_src", Access::kRead},
@@ -139,7 +140,7 @@ std::string_view op_name(Op op) {
     case Op::kGatedAct: return "gated_act";
     case Op::kRope: return "rope";
     case Op::kAddRmsNorm: return "add_rms_norm";
-    case Op::kSoftcap: return "softcap";
+    case Op::kUnary: return "unary";
     case Op::kEmbed: return "embed";
     case Op::kKvAppend: return "kv_append";
     case Op::kAttention: return "attention";

@@ -20,7 +20,7 @@ enum class Op : uint8_t {
   kGatedAct,
   kRope,
   kAddRmsNorm,
-  kSoftcap,
+  kUnary,       // elementwise y = f(x, param) over f32 (softcap.comp, ...): the graph's unary ops
   kEmbed,
   kKvAppend,
   kAttention,
@@ -30,7 +30,7 @@ enum class Op : uint8_t {
   kGemm,        // prefill matmul Y[M, N] = X[M, K] W^T (gemm.comp)
   kKvAppendRope,  // KV cache append with K rotated on the way in (kv_append.comp ROPE)
 };
-// "dequant", "gemv", "rms_norm", "add", "gated_act", "rope", "add_rms_norm", "softcap", "embed", "kv_append",
+// "dequant", "gemv", "rms_norm", "add", "gated_act", "rope", "add_rms_norm", "unary", "embed", "kv_append",
 // "attention", "attention_merge", "sample", "gemv_reduce", "gemm", "kv_append_rope"
 std::string_view op_name(Op op);
 

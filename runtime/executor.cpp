@@ -282,10 +282,8 @@ Status Executor::Impl::record_step(const Step& s, uint32_t m, uint32_t p0, uint3
                               rows(Buf::kGateUp, 0, m), rows(Buf::kAct, 0, m), d.ff, m, s.label);
     case Dispatch::kResidual:
       return record_add(*rec, rows(Buf::kHidden, 0, m), rows(Buf::kProj, 0, m), rows(Buf::kHidden, 0, m), m * d.d, s.label);
-    case Dispatch::kSoftcap: {
-      const float cap = static_cast<float>(inf.output.final_logit_softcapping.value_or(0.0));
-      return record_softcap(*rec, rows(Buf::kLogits, 0, m), rows(Buf::kLogits, 0, m), m * w_out, cap, s.label);
-    }
+    case Dispatch::kUnary:
+      return record_unary(*rec, s.kernel->name, rows(s.in, 0, m), rows(s.out, 0, m), m * w_out, s.param, s.label);
     case Dispatch::kSample: {
       SampleArgs a;
       a.logits = rows(Buf::kLogits, m - 1, 1);

@@ -36,6 +36,11 @@ struct Compiler {
     step.in = step.op->input();
     step.out = step.op->output();
     step.local = step.op->has(graph::kLocal);
+    if (step.op->param != nullptr) {
+      Result<float> param = step.op->param(pack.manifest());
+      if (!param.ok()) return Status(param.status()).context("step " + where);
+      step.param = *param;
+    }
     size(step);
     return step;
   }

@@ -34,6 +34,7 @@ struct Step {
   uint32_t k = 0;         // matmul inputs
   bool local = false;     // rope: local theta, unscaled; attention: sliding window (graph::kLocal)
   bool freq_table = false;  // rotates with the CPU frequency table (non-local, rope_needs_freq_table)
+  float param = 0.0f;       // kUnary: the op's manifest parameter (graph::OpInfo::param)
   // Prefill GEMM matmuls: the GEMV kernel the decode phase pins for the same weight in the same layer, which
   // the executor runs once per row for short prompts (ExecutorOptions::gemv_prefill_rows); nullptr if none.
   const kernels::KernelInfo* row_kernel = nullptr;

@@ -152,6 +152,11 @@ struct AddRmsNormArgs {
 };
 Status record_add_rms_norm(Recorder& rec, const AddRmsNormArgs& args, std::string_view label = "add_rms_norm");
 
+// y = f(x, param) elementwise over n f32 elements with a unary kernel (registry op kUnary: softcap, ...), push
+// {n, param, n_groups}; y may equal x. The graph's unary ops (graph/graph_ops.h Dispatch::kUnary) run through it.
+Status record_unary(Recorder& rec, std::string_view kernel, const BufferRange& x, const BufferRange& y, uint32_t n,
+                    float param, std::string_view label);
+
 // y = cap * tanh(x / cap), n f32 elements, cap > 0 (Gemma 2 / 3 final logit soft-capping); y may equal x.
 Status record_softcap(Recorder& rec, const BufferRange& x, const BufferRange& y, uint32_t n, float cap,
                       std::string_view label = "softcap");

@@ -5,6 +5,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "rdrr/manifest.h"
 #include "runtime/ops.h"
 #include "runtime/ops_util.h"
 
@@ -61,7 +62,10 @@ uint64_t split_partial_bytes(uint32_t n_q, uint32_t n_heads, uint32_t head_dim) 
   return uint64_t{n_q} * n_heads * (uint64_t{head_dim} + 2) * 4;
 }
 
-std::string kv_name(const KvLayer& kv) { return kv.dtype == quant::DType::kF32 ? "f32" : "f16"; }
+// The kernel-name suffix of the cache type ("f16" / "f32": rdrr::kv_dtype_name).
+std::string kv_name(const KvLayer& kv) {
+  return std::string(kv_dtype_name(kv_dtype_of(kv.dtype).value_or(KvDtype::kF16)));
+}
 
 // Split count for an attention call: explicit, or automatic when scratch allows (decode-like calls whose
 // n_q * n_heads workgroups leave the device idle and whose context spans several tiles).

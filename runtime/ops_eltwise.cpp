@@ -170,25 +170,35 @@ Status record_glu_split(Recorder& rec, Activation act, const BufferRange& gate_u
   return rec.dispatch(*p, bindings, push, grid, label);
 }
 
-Status record_softcap(Recorder& rec, const BufferRange& x, const BufferRange& y, uint32_t n, float cap,
-                      std::string_view label) {
-  const std::string ctx = "softcap " + std::string(label) + " [n=" + std::to_string(n) + "]";
-  RDRR_RETURN_IF_ERROR(need_nonzero(n, "n", ctx));
-  if (!(cap > 0.0f) || !std::isfinite(cap)) {
-    return error(StatusCode::kInvalidArgument, ctx + ": cap " + std::to_string(cap) + " must be finite and > 0");
+Status record_unary(Recorder& rec, std::string_view kernel, const BufferRange& x, const BufferRange& y, uint32_t n,
+                    float param, std::string_view label) {
+  const std::string ctx = std::string(kernel) + " " + std::string(label) + " [n=" + std::to_string(n) + "]";
+  const kernels::KernelInfo* info = kernels::find_kernel(kernel);
+  if (info == nullptr || info->op != kernels::Op::kUnary) {
+    return error(StatusCode::kInvalidArgument, ctx + ": not a unary kernel of the registry");
   }
+  RDRR_RETURN_IF_ERROR(need_nonzero(n, "n", ctx));
   RDRR_RETURN_IF_ERROR(need_bytes(x, uint64_t{n} * 4, "x", ctx));
   RDRR_RETURN_IF_ERROR(need_bytes(y, uint64_t{n} * 4, "y", ctx));
-  RDRR_ASSIGN_OR_RETURN(const Pipeline* p, get_pipeline(rec, "softcap", {}, ctx));
+  RDRR_ASSIGN_OR_RETURN(const Pipeline* p, get_pipeline(rec, kernel, {}, ctx));
   const uint64_t groups = ceil_div(n, p->local_size()[0]);
   RDRR_ASSIGN_OR_RETURN(auto grid, fold_groups(rec, groups, ctx));
   const struct {
     uint32_t n;
-    float cap;
+    float param;
     uint32_t n_groups;
-  } push{n, cap, static_cast<uint32_t>(groups)};
+  } push{n, param, static_cast<uint32_t>(groups)};
   const BufferRange bindings[] = {x, y};
   return rec.dispatch(*p, bindings, push, grid, label);
+}
+
+Status record_softcap(Recorder& rec, const BufferRange& x, const BufferRange& y, uint32_t n, float cap,
+                      std::string_view label) {
+  if (!(cap > 0.0f) || !std::isfinite(cap)) {
+    return error(StatusCode::kInvalidArgument, "softcap " + std::string(label) + " [n=" + std::to_string(n) +
+                                                   "]: cap " + std::to_string(cap) + " must be finite and > 0");
+  }
+  return record_unary(rec, "softcap", x, y, n, cap, label);
 }
 
 Status record_rope(Recorder& rec, const RopeArgs& a, std::string_view label) {

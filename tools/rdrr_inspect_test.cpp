@@ -263,7 +263,7 @@ TEST(RdrrInspect, OpsPrintsTheOpTable) {
   const ToolRun ops = run_inspect({"--ops"}, tmp.path());
   ASSERT_EQ(ops.exit_code, 0) << ops.err;
   EXPECT_EQ(ops.out.rfind("| op | phase | weight | kernels | reads | writes | semantics |\n", 0), 0u) << ops.out;
-  EXPECT_NE(ops.out.find("| `kv_append_rope` | layer |"), std::string::npos) << ops.out;
+  EXPECT_NE(ops.out.find("| `kv_append_rope` | prefill / decode |"), std::string::npos) << ops.out;
   const ToolRun none = run_inspect({}, tmp.path());
   EXPECT_EQ(none.exit_code, 2) << none.err;
   EXPECT_NE(none.err.find("PACK is required"), std::string::npos) << none.err;
