@@ -43,6 +43,8 @@ TEST(GgufNames, UnknownNamesAreNotGuessed) {
   EXPECT_FALSE(gguf_to_hf_name("rope_freqs.weight", "llama").has_value());
   EXPECT_FALSE(gguf_to_hf_name("blk.x.attn_q.weight", "llama").has_value());
   EXPECT_FALSE(gguf_to_hf_name("blk.1.attn_q", "llama").has_value());
+  EXPECT_FALSE(gguf_to_hf_name("blk.-1.attn_q.weight", "llama").has_value());
+  EXPECT_FALSE(hf_to_gguf_name("model.layers.-1.self_attn.q_proj.weight", "llama").has_value());
   EXPECT_FALSE(hf_to_gguf_name("model.layers.1.mlp.experts.0.w1.weight", "llama").has_value());
 }
 

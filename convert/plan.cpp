@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
-#include <charconv>
 #include <utility>
 
 #include "quant/layout.h"
+#include "rdrr/model_tensors.h"
 
 namespace rdrr::convert {
 namespace {
@@ -109,36 +109,40 @@ std::string_view role_name(TensorRole r) {
   return "other";
 }
 
-TensorRole classify_tensor(std::string_view name) {
-  if (ends_with(name, ".bias")) return TensorRole::kBias;
-  if (name == "lm_head.weight") return TensorRole::kLmHead;
-  if (ends_with(name, "embed_tokens.weight")) return TensorRole::kEmbedding;
-  if (ends_with(name, "norm.weight") || ends_with(name, "layernorm.weight")) return TensorRole::kNorm;
-  static constexpr std::array<std::pair<std::string_view, TensorRole>, 9> kSuffixes = {{
-      {".self_attn.q_proj.weight", TensorRole::kAttnQ},
-      {".self_attn.k_proj.weight", TensorRole::kAttnK},
-      {".self_attn.v_proj.weight", TensorRole::kAttnV},
-      {".self_attn.qkv_proj.weight", TensorRole::kAttnQkv},
-      {".self_attn.o_proj.weight", TensorRole::kAttnOut},
-      {".mlp.gate_proj.weight", TensorRole::kFfnGate},
-      {".mlp.up_proj.weight", TensorRole::kFfnUp},
-      {".mlp.gate_up_proj.weight", TensorRole::kFfnGateUp},
-      {".mlp.down_proj.weight", TensorRole::kFfnDown},
-  }};
-  for (const auto& [suffix, role] : kSuffixes) {
-    if (ends_with(name, suffix)) return role;
+namespace {
+
+// The converter's role of each model tensor (rdrr/model_tensors.h).
+TensorRole role_of(ModelTensor t) {
+  switch (t) {
+    case ModelTensor::kEmbedTokens: return TensorRole::kEmbedding;
+    case ModelTensor::kLmHead: return TensorRole::kLmHead;
+    case ModelTensor::kQProj: return TensorRole::kAttnQ;
+    case ModelTensor::kKProj: return TensorRole::kAttnK;
+    case ModelTensor::kVProj: return TensorRole::kAttnV;
+    case ModelTensor::kQkvProj: return TensorRole::kAttnQkv;
+    case ModelTensor::kOProj: return TensorRole::kAttnOut;
+    case ModelTensor::kGateProj: return TensorRole::kFfnGate;
+    case ModelTensor::kUpProj: return TensorRole::kFfnUp;
+    case ModelTensor::kGateUpProj: return TensorRole::kFfnGateUp;
+    case ModelTensor::kDownProj: return TensorRole::kFfnDown;
+    default: break;
   }
+  return model_tensor_info(t).role == rdrr::TensorRole::kBias ? TensorRole::kBias : TensorRole::kNorm;
+}
+
+}  // namespace
+
+TensorRole classify_tensor(std::string_view name) {
+  if (const std::optional<ParsedModelTensor> p = parse_model_tensor_name(name)) return role_of(p->tensor);
+  // Not a model tensor: only the leaf and a norm's name say something.
+  if (ends_with(name, ".bias")) return TensorRole::kBias;
+  if (ends_with(name, "norm.weight")) return TensorRole::kNorm;
   return TensorRole::kOther;
 }
 
 int layer_index(std::string_view name) {
-  constexpr std::string_view kPrefix = "model.layers.";
-  if (name.substr(0, kPrefix.size()) != kPrefix) return -1;
-  const std::string_view rest = name.substr(kPrefix.size());
-  int value = -1;
-  const auto [ptr, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), value);
-  if (ec != std::errc() || ptr == rest.data() || ptr == rest.data() + rest.size() || *ptr != '.') return -1;
-  return value;
+  const std::optional<LayerTensorName> l = split_layer_name(name);
+  return l ? static_cast<int>(l->layer) : -1;
 }
 
 bool use_more_bits(int layer, int n_layers) {

@@ -11,6 +11,7 @@
 
 #include "convert/gguf_names.h"
 #include "convert/plan.h"
+#include "rdrr/model_tensors.h"
 
 namespace rdrr::convert {
 namespace {
@@ -24,73 +25,37 @@ std::string shape_str(const std::vector<int64_t>& s) {
   return out + "]";
 }
 
-bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 bool ends_with(std::string_view s, std::string_view x) {
   return s.size() >= x.size() && s.substr(s.size() - x.size()) == x;
 }
 
 // The logical shape a tensor must have under `arch`, or nullopt when the name is not a weight we know.
 std::optional<std::vector<int64_t>> expected_shape(std::string_view name, const Architecture& a) {
-  const auto H = static_cast<int64_t>(a.hidden_size);
-  const auto I = static_cast<int64_t>(a.intermediate_size);
-  const auto V = static_cast<int64_t>(a.vocab_size);
-  const auto hd = static_cast<int64_t>(a.head_dim);
-  const int64_t q = static_cast<int64_t>(a.num_attention_heads) * hd;
-  const int64_t kv = static_cast<int64_t>(a.num_key_value_heads) * hd;
-  using V2 = std::vector<int64_t>;
-  if (name == "model.embed_tokens.weight" || name == "lm_head.weight") return V2{V, H};
-  if (name == "model.norm.weight") return V2{H};
-  if (layer_index(name) < 0) return std::nullopt;
-  static const std::map<std::string_view, int, std::less<>> kSuffix = {
-      {".input_layernorm.weight", 0},          {".post_attention_layernorm.weight", 0},
-      {".pre_feedforward_layernorm.weight", 0}, {".post_feedforward_layernorm.weight", 0},
-      {".self_attn.q_norm.weight", 1},         {".self_attn.k_norm.weight", 1},
-      {".self_attn.q_proj.weight", 2},         {".self_attn.k_proj.weight", 3},
-      {".self_attn.v_proj.weight", 3},         {".self_attn.qkv_proj.weight", 4},
-      {".self_attn.o_proj.weight", 5},         {".mlp.gate_proj.weight", 6},
-      {".mlp.up_proj.weight", 6},              {".mlp.gate_up_proj.weight", 7},
-      {".mlp.down_proj.weight", 8},            {".self_attn.q_proj.bias", 9},
-      {".self_attn.k_proj.bias", 10},          {".self_attn.v_proj.bias", 10},
-      {".self_attn.qkv_proj.bias", 11},
-  };
-  const size_t dot = name.find('.', std::string_view("model.layers.").size());
-  const auto it = kSuffix.find(name.substr(dot));
-  if (it == kSuffix.end()) return std::nullopt;
-  switch (it->second) {
-    case 0: return V2{H};
-    case 1: return V2{hd};
-    case 2: return V2{q, H};
-    case 3: return V2{kv, H};
-    case 4: return V2{q + 2 * kv, H};
-    case 5: return V2{H, q};
-    case 6: return V2{I, H};
-    case 7: return V2{2 * I, H};
-    case 8: return V2{H, I};
-    case 9: return V2{q};
-    case 10: return V2{kv};
-    default: return V2{q + 2 * kv};
-  }
+  const std::optional<ParsedModelTensor> t = parse_model_tensor_name(name);
+  if (!t) return std::nullopt;
+  return rdrr::expected_shape(t->tensor, model_dims(a));
+}
+
+// `name` is model tensor `t` (plain root).
+bool is_tensor(std::string_view name, ModelTensor t) {
+  const std::optional<ParsedModelTensor> p = parse_model_tensor_name(name);
+  return p && p->tensor == t;
 }
 
 // Writer order: embedding, layers by index (tensors by name inside), then the head tensors.
 std::tuple<int, int, std::string> order_key(const std::string& name) {
   const int layer = layer_index(name);
   if (layer >= 0) return {1, layer, name};
-  if (name == "model.embed_tokens.weight") return {0, 0, name};
-  return {2, name == "lm_head.weight" ? 1 : 0, name};
+  if (is_tensor(name, ModelTensor::kEmbedTokens)) return {0, 0, name};
+  return {2, is_tensor(name, ModelTensor::kLmHead) ? 1 : 0, name};
 }
 
-// HF multimodal wrappers (Gemma 3 conditional generation): the text model's names under the plain prefix.
+// HF multimodal wrappers (Gemma 3 conditional generation): the text model's names under the plain root.
 std::optional<std::string> normalize_hf_name(std::string_view name) {
-  for (auto [from, to] : {std::pair<std::string_view, std::string_view>{"model.language_model.", "model."},
-                          {"language_model.model.", "model."},
-                          {"language_model.lm_head.", "lm_head."}}) {
-    if (starts_with(name, from)) return std::string(to) + std::string(name.substr(from.size()));
+  for (const TensorRoot& root : kWrapperRoots) {
+    if (std::optional<std::string> plain = rebase_tensor_name(name, root, kPlainRoot)) return plain;
   }
-  if (starts_with(name, "vision_tower.") || starts_with(name, "model.vision_tower.") ||
-      starts_with(name, "multi_modal_projector.") || starts_with(name, "model.multi_modal_projector.")) {
-    return std::nullopt;
-  }
+  if (outside_text_model(name)) return std::nullopt;
   return std::string(name);
 }
 
@@ -138,34 +103,30 @@ SourceTensor single(std::string name, std::vector<int64_t> shape, StoredMatrix m
 
 // Tensors every layer (and the model) must have, given the config.
 std::vector<std::string> required_names(const ModelConfig& c, const std::set<std::string>& present) {
-  std::vector<std::string> req = {"model.embed_tokens.weight", "model.norm.weight"};
-  if (!c.tied_embeddings) req.push_back("lm_head.weight");
+  using M = ModelTensor;
+  std::vector<std::string> req = {model_tensor_name(M::kEmbedTokens), model_tensor_name(M::kFinalNorm)};
+  if (!c.tied_embeddings) req.push_back(model_tensor_name(M::kLmHead));
   const bool gemma = c.family == "gemma3";
+  const bool bias = c.inference.attention.attention_bias;
   for (uint32_t l = 0; l < c.architecture.num_layers; ++l) {
-    const std::string p = "model.layers." + std::to_string(l) + ".";
-    req.push_back(p + "input_layernorm.weight");
-    req.push_back(p + "post_attention_layernorm.weight");
-    if (gemma) {
-      req.push_back(p + "pre_feedforward_layernorm.weight");
-      req.push_back(p + "post_feedforward_layernorm.weight");
+    std::vector<M> want = {M::kInputNorm, M::kPostAttentionNorm};
+    if (gemma) want.insert(want.end(), {M::kPreFeedforwardNorm, M::kPostFeedforwardNorm});
+    if (present.count(model_tensor_name(M::kQkvProj, l)) > 0) {
+      if (bias) want.push_back(M::kQkvBias);
+    } else {
+      for (auto [w, b] : {std::pair{M::kQProj, M::kQBias}, {M::kKProj, M::kKBias}, {M::kVProj, M::kVBias}}) {
+        want.push_back(w);
+        if (bias) want.push_back(b);
+      }
     }
-    const bool fused_qkv = present.count(p + "self_attn.qkv_proj.weight") > 0;
-    for (const char* w : {"q", "k", "v"}) {
-      if (fused_qkv) break;
-      req.push_back(p + "self_attn." + w + "_proj.weight");
-      if (c.inference.attention.attention_bias) req.push_back(p + "self_attn." + w + "_proj.bias");
+    if (c.inference.attention.query_key_norm) want.insert(want.end(), {M::kQNorm, M::kKNorm});
+    want.push_back(M::kOProj);
+    if (present.count(model_tensor_name(M::kGateUpProj, l)) == 0) {
+      if (c.inference.ffn.gated) want.push_back(M::kGateProj);
+      want.push_back(M::kUpProj);
     }
-    if (fused_qkv && c.inference.attention.attention_bias) req.push_back(p + "self_attn.qkv_proj.bias");
-    if (c.inference.attention.query_key_norm) {
-      req.push_back(p + "self_attn.q_norm.weight");
-      req.push_back(p + "self_attn.k_norm.weight");
-    }
-    req.push_back(p + "self_attn.o_proj.weight");
-    if (present.count(p + "mlp.gate_up_proj.weight") == 0) {
-      if (c.inference.ffn.gated) req.push_back(p + "mlp.gate_proj.weight");
-      req.push_back(p + "mlp.up_proj.weight");
-    }
-    req.push_back(p + "mlp.down_proj.weight");
+    want.push_back(M::kDownProj);
+    for (M t : want) req.push_back(model_tensor_name(t, l));
   }
   return req;
 }
@@ -261,8 +222,8 @@ Status SourceModel::load_safetensors(const fs::path& folder, const SourceOptions
       warnings_.push_back("tensor " + v.name + ": RoPE frequencies are derived from the config, skipped");
       continue;
     }
-    if (*name == "lm_head.weight" && config_.tied_embeddings) {
-      warnings_.push_back("tensor lm_head.weight: the embeddings are tied, the stored head is not used");
+    if (is_tensor(*name, ModelTensor::kLmHead) && config_.tied_embeddings) {
+      warnings_.push_back("tensor " + *name + ": the embeddings are tied, the stored head is not used");
       continue;
     }
     RDRR_ASSIGN_OR_RETURN(StoredMatrix sm, stored_matrix(v.name, block_type_of(v.dtype), v.shape, v.bytes));
@@ -270,7 +231,7 @@ Status SourceModel::load_safetensors(const fs::path& folder, const SourceOptions
   }
   if (config_.family == "gemma3") {  // the multiplier is rounded to the embedding's real dtype
     for (const SourceTensor& t : tensors_) {
-      if (t.name != "model.embed_tokens.weight") continue;
+      if (!is_tensor(t.name, ModelTensor::kEmbedTokens)) continue;
       const std::optional<quant::DType> d = dtype_of(t.parts[0].stored.type);
       config_.inference.output.embedding_scale =
           hf_embedding_scale(config_.architecture.hidden_size, d.value_or(quant::DType::kF32));
@@ -350,13 +311,12 @@ Status SourceModel::finish(const SourceOptions& options) {
     for (size_t i = 0; i < tensors_.size(); ++i) index[tensors_[i].name] = i;
     std::vector<bool> drop(tensors_.size(), false);
     for (uint32_t l = 0; l < config_.architecture.num_layers; ++l) {
-      const std::string p = "model.layers." + std::to_string(l) + ".mlp.";
-      const auto g = index.find(p + "gate_proj.weight");
-      const auto u = index.find(p + "up_proj.weight");
+      const auto g = index.find(model_tensor_name(ModelTensor::kGateProj, l));
+      const auto u = index.find(model_tensor_name(ModelTensor::kUpProj, l));
       if (g == index.end() || u == index.end()) continue;
       SourceTensor& gate = tensors_[g->second];
       SourceTensor& up = tensors_[u->second];
-      gate.name = p + "gate_up_proj.weight";
+      gate.name = model_tensor_name(ModelTensor::kGateUpProj, l);
       gate.shape[0] += up.shape[0];
       const int64_t up_row_begin = gate.parts[0].stored.rows;
       gate.parts.push_back({std::move(up.parts[0].stored), up_row_begin});

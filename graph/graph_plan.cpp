@@ -11,7 +11,7 @@
 #include "kernels/digest_table.h"
 #include "kernels/kernel_choice.h"
 #include "kernels/registry.h"
-#include "rdrr/layer_ref.h"
+#include "rdrr/model_tensors.h"
 
 namespace rdrr::graph {
 namespace {
@@ -23,6 +23,7 @@ using kernels::Op;
 using quant::DType;
 using quant::Layout;
 using Pass = MatmulPass;
+using M = ModelTensor;
 
 // One step as it runs for one layer (weight ref already templated with {L}); nullopt: not run there.
 using LayerStep = std::optional<ExecStep>;
@@ -32,12 +33,6 @@ struct Planner {
   const GraphPlanOptions& opts;
   std::set<std::string> used_kernels;
 
-  std::string layer_name(uint32_t layer, std::string_view suffix) const {
-    return "model.layers." + std::to_string(layer) + "." + std::string(suffix);
-  }
-  static std::string templ(std::string_view suffix) {
-    return "model.layers." + std::string(kLayerToken) + "." + std::string(suffix);
-  }
   bool has(std::string_view name) const { return find_tensor(m, name) != nullptr; }
 
   Result<const TensorEntry*> tensor(const std::string& name, std::string_view needed_by) const {
@@ -86,27 +81,27 @@ struct Planner {
 Result<std::vector<LayerStep>> Planner::layer_steps(uint32_t layer, Pass pass) const {
   const Inference& inf = m.inference;
   std::vector<LayerStep> out;
-  auto plain = [&](std::string_view op, std::string_view kernel, std::optional<std::string_view> suffix) {
+  auto plain = [&](std::string_view op, std::string_view kernel, std::optional<ModelTensor> weight) {
     ExecStep s{std::string(op), std::string(kernel), std::nullopt};
-    if (suffix) s.weight_ref = templ(*suffix);
+    if (weight) s.weight_ref = model_tensor_template(*weight);
     out.emplace_back(std::move(s));
   };
-  auto matmul = [&](std::string_view op, std::string_view suffix) -> Status {
-    RDRR_ASSIGN_OR_RETURN(const TensorEntry* t, tensor(layer_name(layer, suffix), op));
+  auto matmul = [&](std::string_view op, ModelTensor weight) -> Status {
+    RDRR_ASSIGN_OR_RETURN(const TensorEntry* t, tensor(model_tensor_name(weight, layer), op));
     RDRR_ASSIGN_OR_RETURN(std::string kernel, matmul_kernel(*t, pass));
-    out.emplace_back(ExecStep{std::string(op), std::move(kernel), templ(suffix)});
+    out.emplace_back(ExecStep{std::string(op), std::move(kernel), model_tensor_template(weight)});
     return Status::Ok();
   };
-  auto optional_step = [&](bool on, std::string_view op, std::string_view kernel, std::string_view suffix) {
+  auto optional_step = [&](bool on, std::string_view op, std::string_view kernel, ModelTensor weight) {
     if (on) {
-      plain(op, kernel, suffix);
+      plain(op, kernel, weight);
     } else {
       out.emplace_back(std::nullopt);
     }
   };
 
-  if (has(layer_name(layer, "self_attn.qkv_proj.weight"))) {
-    return error(StatusCode::kUnsupported, "tensor " + layer_name(layer, "self_attn.qkv_proj.weight") +
+  if (const std::string qkv = model_tensor_name(M::kQkvProj, layer); has(qkv)) {
+    return error(StatusCode::kUnsupported, "tensor " + qkv +
                                                ": a fused qkv projection is not supported by the v1 graph "
                                                "(the executor needs separate q_proj / k_proj / v_proj)");
   }
@@ -126,37 +121,37 @@ Result<std::vector<LayerStep>> Planner::layer_steps(uint32_t layer, Pass pass) c
   const bool first = layer == 0;
   const bool last = layer + 1 == m.architecture.num_layers;
   if (first) {
-    plain("attn_norm", "rms_norm", "input_layernorm.weight");
+    plain("attn_norm", "rms_norm", M::kInputNorm);
   } else {
-    plain("residual_attn_norm", "add_rms_norm", "input_layernorm.weight");
+    plain("residual_attn_norm", "add_rms_norm", M::kInputNorm);
   }
-  RDRR_RETURN_IF_ERROR(matmul("q_proj", "self_attn.q_proj.weight"));
-  RDRR_RETURN_IF_ERROR(matmul("k_proj", "self_attn.k_proj.weight"));
-  RDRR_RETURN_IF_ERROR(matmul("v_proj", "self_attn.v_proj.weight"));
-  optional_step(bias, "q_bias", "add_bias", "self_attn.q_proj.bias");
-  optional_step(bias, "k_bias", "add_bias", "self_attn.k_proj.bias");
-  optional_step(bias, "v_bias", "add_bias", "self_attn.v_proj.bias");
-  optional_step(qk_norm, "q_norm", "rms_norm", "self_attn.q_norm.weight");
-  optional_step(qk_norm, "k_norm", "rms_norm", "self_attn.k_norm.weight");
+  RDRR_RETURN_IF_ERROR(matmul("q_proj", M::kQProj));
+  RDRR_RETURN_IF_ERROR(matmul("k_proj", M::kKProj));
+  RDRR_RETURN_IF_ERROR(matmul("v_proj", M::kVProj));
+  optional_step(bias, "q_bias", "add_bias", M::kQBias);
+  optional_step(bias, "k_bias", "add_bias", M::kKBias);
+  optional_step(bias, "v_bias", "add_bias", M::kVBias);
+  optional_step(qk_norm, "q_norm", "rms_norm", M::kQNorm);
+  optional_step(qk_norm, "k_norm", "rms_norm", M::kKNorm);
   plain(local_rope ? "rope_q_local" : "rope_q", rope_kernel, std::nullopt);
   // k is rotated on its way into the cache: one dispatch and one barrier fewer than rope_k + kv_append.
   plain(local_rope ? "kv_append_rope_local" : "kv_append_rope", "kv_append_rope_" + kv_suffix(), std::nullopt);
   plain(slide ? "attention_sliding" : "attention", attn_kernel, std::nullopt);
-  RDRR_RETURN_IF_ERROR(matmul("o_proj", "self_attn.o_proj.weight"));
+  RDRR_RETURN_IF_ERROR(matmul("o_proj", M::kOProj));
   const bool post_attn = inf.normalization.post_attention_norm;
-  optional_step(post_attn, "post_attn_norm", "rms_norm", "post_attention_layernorm.weight");
-  plain("ffn_norm", "add_rms_norm", post_attn ? "pre_feedforward_layernorm.weight" : "post_attention_layernorm.weight");
-  if (has(layer_name(layer, "mlp.gate_up_proj.weight"))) {
-    RDRR_RETURN_IF_ERROR(matmul("gate_up_proj", "mlp.gate_up_proj.weight"));
+  optional_step(post_attn, "post_attn_norm", "rms_norm", M::kPostAttentionNorm);
+  plain("ffn_norm", "add_rms_norm", post_attn ? M::kPreFeedforwardNorm : M::kPostAttentionNorm);
+  if (has(model_tensor_name(M::kGateUpProj, layer))) {
+    RDRR_RETURN_IF_ERROR(matmul("gate_up_proj", M::kGateUpProj));
     out.emplace_back(std::nullopt);
     plain("glu_split", "glu_split", std::nullopt);
   } else {
-    RDRR_RETURN_IF_ERROR(matmul("gate_proj", "mlp.gate_proj.weight"));
-    RDRR_RETURN_IF_ERROR(matmul("up_proj", "mlp.up_proj.weight"));
+    RDRR_RETURN_IF_ERROR(matmul("gate_proj", M::kGateProj));
+    RDRR_RETURN_IF_ERROR(matmul("up_proj", M::kUpProj));
     plain("glu", "glu", std::nullopt);
   }
-  RDRR_RETURN_IF_ERROR(matmul("down_proj", "mlp.down_proj.weight"));
-  optional_step(inf.normalization.post_feedforward_norm, "post_ffn_norm", "rms_norm", "post_feedforward_layernorm.weight");
+  RDRR_RETURN_IF_ERROR(matmul("down_proj", M::kDownProj));
+  optional_step(inf.normalization.post_feedforward_norm, "post_ffn_norm", "rms_norm", M::kPostFeedforwardNorm);
   if (last) {
     plain("residual", "add", std::nullopt);
   } else {
@@ -220,7 +215,7 @@ Result<std::vector<LayerEntry>> Planner::layer_phase(Pass pass) {
 }
 
 Result<std::vector<ExecStep>> Planner::pre_layer() {
-  RDRR_ASSIGN_OR_RETURN(const TensorEntry* e, tensor("model.embed_tokens.weight", "embed"));
+  RDRR_ASSIGN_OR_RETURN(const TensorEntry* e, tensor(model_tensor_name(M::kEmbedTokens), "embed"));
   const KernelInfo* k = find_kernel(Op::kEmbed, e->dtype, e->layout.value_or(Layout::kRowWise));
   if (k == nullptr) {
     return error(StatusCode::kUnsupported, "tensor " + e->name + ": no embed kernel reads " +
@@ -232,11 +227,11 @@ Result<std::vector<ExecStep>> Planner::pre_layer() {
 
 Result<std::vector<ExecStep>> Planner::post_layer() {
   std::vector<ExecStep> out;
-  RDRR_ASSIGN_OR_RETURN(const TensorEntry* norm, tensor("model.norm.weight", "final_norm"));
+  RDRR_ASSIGN_OR_RETURN(const TensorEntry* norm, tensor(model_tensor_name(M::kFinalNorm), "final_norm"));
   out.push_back({"final_norm", "rms_norm", norm->name});
-  const bool tied = m.inference.output.tie_word_embeddings || !has("lm_head.weight");
+  const bool tied = m.inference.output.tie_word_embeddings || !has(model_tensor_name(M::kLmHead));
   RDRR_ASSIGN_OR_RETURN(const TensorEntry* head,
-                        tensor(tied ? "model.embed_tokens.weight" : "lm_head.weight", "lm_head"));
+                        tensor(model_tensor_name(tied ? M::kEmbedTokens : M::kLmHead), "lm_head"));
   RDRR_ASSIGN_OR_RETURN(std::string head_kernel, matmul_kernel(*head, Pass::kDecode));
   out.push_back({"lm_head", std::move(head_kernel), head->name});
   if (m.inference.output.final_logit_softcapping) out.push_back({"logit_softcap", "softcap", std::nullopt});

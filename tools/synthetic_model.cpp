@@ -16,6 +16,7 @@
 
 #include "quant/f16.h"
 #include "rdrr/file_io.h"
+#include "rdrr/model_tensors.h"
 #include "tools/synthetic_files_internal.h"
 
 namespace rdrr::tools {
@@ -103,23 +104,26 @@ Status check_synthetic_shape(const SyntheticShape& s) {
 }
 
 std::vector<SyntheticTensor> synthetic_tensors(const SyntheticShape& s) {
-  const int64_t h = s.hidden_size, q = s.num_heads * s.head_dim, kv = s.num_kv_heads * s.head_dim;
+  using M = ModelTensor;
+  const ModelDims dims{.hidden = s.hidden_size,
+                       .intermediate = s.intermediate_size,
+                       .vocab = s.vocab_size,
+                       .heads = s.num_heads,
+                       .kv_heads = s.num_kv_heads,
+                       .head_dim = s.head_dim};
   std::vector<SyntheticTensor> t;
-  t.push_back({"model.embed_tokens.weight", {s.vocab_size, h}, false});
+  auto add = [&](ModelTensor m, uint32_t layer) {
+    t.push_back({model_tensor_name(m, layer), expected_shape(m, dims), model_tensor_info(m).role == TensorRole::kNorm});
+  };
+  add(M::kEmbedTokens, 0);
   for (int64_t i = 0; i < s.num_layers; ++i) {
-    const std::string p = "model.layers." + std::to_string(i) + ".";
-    t.push_back({p + "self_attn.q_proj.weight", {q, h}, false});
-    t.push_back({p + "self_attn.k_proj.weight", {kv, h}, false});
-    t.push_back({p + "self_attn.v_proj.weight", {kv, h}, false});
-    t.push_back({p + "self_attn.o_proj.weight", {h, q}, false});
-    t.push_back({p + "mlp.gate_proj.weight", {s.intermediate_size, h}, false});
-    t.push_back({p + "mlp.up_proj.weight", {s.intermediate_size, h}, false});
-    t.push_back({p + "mlp.down_proj.weight", {h, s.intermediate_size}, false});
-    t.push_back({p + "input_layernorm.weight", {h}, true});
-    t.push_back({p + "post_attention_layernorm.weight", {h}, true});
+    for (M m : {M::kQProj, M::kKProj, M::kVProj, M::kOProj, M::kGateProj, M::kUpProj, M::kDownProj, M::kInputNorm,
+                M::kPostAttentionNorm}) {
+      add(m, static_cast<uint32_t>(i));
+    }
   }
-  t.push_back({"model.norm.weight", {h}, true});
-  if (!s.tie_word_embeddings) t.push_back({"lm_head.weight", {s.vocab_size, h}, false});
+  add(M::kFinalNorm, 0);
+  if (!s.tie_word_embeddings) add(M::kLmHead, 0);
   return t;
 }
 

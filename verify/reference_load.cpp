@@ -2,12 +2,14 @@
 // folder, RDRR pack, converter source model) -> layer weights (f32), checked against the config.
 #include <cmath>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 
 #include "convert/safetensors.h"
 #include "convert/source.h"
 #include "rdrr/manifest_json.h"
+#include "rdrr/model_tensors.h"
 #include "rdrr/shard_reader.h"
 #include "rdrr/validate.h"
 #include "verify/reference_model.h"
@@ -16,12 +18,17 @@
 
 namespace rdrr::verify {
 
+using M = ModelTensor;
+
+// Reads model tensors (rdrr/model_tensors.h) under one root, each checked against its expected shape.
 class ReferenceLoader {
  public:
-  ReferenceLoader(const ReferenceWeights& w, std::string prefix) : w_(w), prefix_(std::move(prefix)) {}
+  ReferenceLoader(const ReferenceWeights& w, const Architecture& a, const TensorRoot& root)
+      : w_(w), dims_(model_dims(a)), root_(root) {}
 
-  Result<std::vector<float>> tensor(const std::string& name, std::vector<int64_t> shape) const {
-    const std::string full = prefix_ + name;
+  Result<std::vector<float>> tensor(ModelTensor t, uint32_t layer = 0) const {
+    const std::string full = model_tensor_name(t, layer, root_);
+    const std::vector<int64_t> shape = expected_shape(t, dims_);
     RDRR_ASSIGN_OR_RETURN(const std::vector<int64_t> actual, w_.shape(full));
     if (actual != shape) {
       return error(StatusCode::kValidation, "tensor " + full + ": shape " + shape_str(actual) + ", expected " +
@@ -29,13 +36,15 @@ class ReferenceLoader {
     }
     return w_.read_f32(full);
   }
-  bool has(const std::string& name) const { return w_.has(prefix_ + name); }
+  bool has(ModelTensor t, uint32_t layer) const { return w_.has(model_tensor_name(t, layer, root_)); }
 
-  Result<Linear> linear(const std::string& name, uint64_t out, uint64_t in, bool bias) const {
-    Linear l{.out_features = out, .in_features = in, .weight = {}, .bias = {}};
-    RDRR_ASSIGN_OR_RETURN(l.weight, tensor(name + ".weight", {to_i64(out), to_i64(in)}));
+  // A linear map: a 2-D weight [out, in] and, when `bias` is given, its bias [out].
+  Result<Linear> linear(ModelTensor weight, uint32_t layer, std::optional<ModelTensor> bias = std::nullopt) const {
+    const std::vector<int64_t> shape = expected_shape(weight, dims_);
+    Linear l{.out_features = to_u64(shape[0]), .in_features = to_u64(shape[1]), .weight = {}, .bias = {}};
+    RDRR_ASSIGN_OR_RETURN(l.weight, tensor(weight, layer));
     if (bias) {
-      RDRR_ASSIGN_OR_RETURN(l.bias, tensor(name + ".bias", {to_i64(out)}));
+      RDRR_ASSIGN_OR_RETURN(l.bias, tensor(*bias, layer));
     }
     return l;
   }
@@ -45,14 +54,15 @@ class ReferenceLoader {
   Status load_norms(const convert::ModelConfig& c, uint32_t i, ReferenceModel::Layer& l) const;
 
  private:
-  static int64_t to_i64(uint64_t v) { return static_cast<int64_t>(v); }
+  static uint64_t to_u64(int64_t v) { return static_cast<uint64_t>(v); }
   static std::string shape_str(const std::vector<int64_t>& s) {
     std::string out = "[";
     for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
     return out + "]";
   }
   const ReferenceWeights& w_;
-  std::string prefix_;
+  ModelDims dims_;
+  TensorRoot root_;
 };
 
 namespace {
@@ -69,60 +79,57 @@ Linear slice_rows(const Linear& fused, size_t begin, size_t rows) {
 
 Status ReferenceLoader::load_attention(const convert::ModelConfig& c, uint32_t i, ReferenceModel::Layer& l) const {
   const auto& a = c.architecture;
-  const std::string p = "layers." + std::to_string(i) + ".self_attn.";
   const uint64_t q_rows = a.num_attention_heads * a.head_dim, kv_rows = a.num_key_value_heads * a.head_dim;
   const bool bias = c.inference.attention.attention_bias;
-  if (has(p + "qkv_proj.weight")) {
-    RDRR_ASSIGN_OR_RETURN(Linear qkv, linear(p + "qkv_proj", q_rows + 2 * kv_rows, a.hidden_size, false));
+  auto maybe = [&](ModelTensor b) { return bias ? std::optional<ModelTensor>(b) : std::nullopt; };
+  if (has(M::kQkvProj, i)) {
+    RDRR_ASSIGN_OR_RETURN(Linear qkv, linear(M::kQkvProj, i));
     l.q = slice_rows(qkv, 0, q_rows);
     l.k = slice_rows(qkv, q_rows, kv_rows);
     l.v = slice_rows(qkv, q_rows + kv_rows, kv_rows);
   } else {
-    RDRR_ASSIGN_OR_RETURN(l.q, linear(p + "q_proj", q_rows, a.hidden_size, bias));
-    RDRR_ASSIGN_OR_RETURN(l.k, linear(p + "k_proj", kv_rows, a.hidden_size, bias));
-    RDRR_ASSIGN_OR_RETURN(l.v, linear(p + "v_proj", kv_rows, a.hidden_size, bias));
+    RDRR_ASSIGN_OR_RETURN(l.q, linear(M::kQProj, i, maybe(M::kQBias)));
+    RDRR_ASSIGN_OR_RETURN(l.k, linear(M::kKProj, i, maybe(M::kKBias)));
+    RDRR_ASSIGN_OR_RETURN(l.v, linear(M::kVProj, i, maybe(M::kVBias)));
   }
-  RDRR_ASSIGN_OR_RETURN(l.o, linear(p + "o_proj", a.hidden_size, q_rows, false));
+  RDRR_ASSIGN_OR_RETURN(l.o, linear(M::kOProj, i));
   if (c.inference.attention.query_key_norm) {
-    RDRR_ASSIGN_OR_RETURN(l.q_norm, tensor(p + "q_norm.weight", {to_i64(a.head_dim)}));
-    RDRR_ASSIGN_OR_RETURN(l.k_norm, tensor(p + "k_norm.weight", {to_i64(a.head_dim)}));
+    RDRR_ASSIGN_OR_RETURN(l.q_norm, tensor(M::kQNorm, i));
+    RDRR_ASSIGN_OR_RETURN(l.k_norm, tensor(M::kKNorm, i));
   }
   return Status::Ok();
 }
 
 Status ReferenceLoader::load_mlp(const convert::ModelConfig& c, uint32_t i, ReferenceModel::Layer& l) const {
   if (!c.inference.ffn.gated) return error(StatusCode::kUnsupported, "verify reference: non-gated FFN");
-  const auto& a = c.architecture;
-  const std::string p = "layers." + std::to_string(i) + ".mlp.";
-  if (has(p + "gate_up_proj.weight")) {
-    RDRR_ASSIGN_OR_RETURN(Linear fused, linear(p + "gate_up_proj", 2 * a.intermediate_size, a.hidden_size, false));
-    l.gate = slice_rows(fused, 0, a.intermediate_size);
-    l.up = slice_rows(fused, a.intermediate_size, a.intermediate_size);
+  const uint64_t f = c.architecture.intermediate_size;
+  if (has(M::kGateUpProj, i)) {
+    RDRR_ASSIGN_OR_RETURN(Linear fused, linear(M::kGateUpProj, i));
+    l.gate = slice_rows(fused, 0, f);
+    l.up = slice_rows(fused, f, f);
   } else {
-    RDRR_ASSIGN_OR_RETURN(l.gate, linear(p + "gate_proj", a.intermediate_size, a.hidden_size, false));
-    RDRR_ASSIGN_OR_RETURN(l.up, linear(p + "up_proj", a.intermediate_size, a.hidden_size, false));
+    RDRR_ASSIGN_OR_RETURN(l.gate, linear(M::kGateProj, i));
+    RDRR_ASSIGN_OR_RETURN(l.up, linear(M::kUpProj, i));
   }
-  RDRR_ASSIGN_OR_RETURN(l.down, linear(p + "down_proj", a.hidden_size, a.intermediate_size, false));
+  RDRR_ASSIGN_OR_RETURN(l.down, linear(M::kDownProj, i));
   return Status::Ok();
 }
 
 Status ReferenceLoader::load_norms(const convert::ModelConfig& c, uint32_t i, ReferenceModel::Layer& l) const {
   const auto& n = c.inference.normalization;
-  const std::string p = "layers." + std::to_string(i) + ".";
-  const std::vector<int64_t> shape = {to_i64(c.architecture.hidden_size)};
-  RDRR_ASSIGN_OR_RETURN(l.input_norm, tensor(p + "input_layernorm.weight", shape));
+  RDRR_ASSIGN_OR_RETURN(l.input_norm, tensor(M::kInputNorm, i));
   // Gemma: post_attention_layernorm normalises the attention output and pre_feedforward_layernorm the
   // MLP input; elsewhere post_attention_layernorm is the MLP input norm.
   if (n.post_attention_norm) {
-    RDRR_ASSIGN_OR_RETURN(l.post_attention_norm, tensor(p + "post_attention_layernorm.weight", shape));
+    RDRR_ASSIGN_OR_RETURN(l.post_attention_norm, tensor(M::kPostAttentionNorm, i));
     if (n.pre_feedforward_norm) {
-      RDRR_ASSIGN_OR_RETURN(l.pre_feedforward_norm, tensor(p + "pre_feedforward_layernorm.weight", shape));
+      RDRR_ASSIGN_OR_RETURN(l.pre_feedforward_norm, tensor(M::kPreFeedforwardNorm, i));
     }
   } else if (n.pre_feedforward_norm) {
-    RDRR_ASSIGN_OR_RETURN(l.pre_feedforward_norm, tensor(p + "post_attention_layernorm.weight", shape));
+    RDRR_ASSIGN_OR_RETURN(l.pre_feedforward_norm, tensor(M::kPostAttentionNorm, i));
   }
   if (n.post_feedforward_norm) {
-    RDRR_ASSIGN_OR_RETURN(l.post_feedforward_norm, tensor(p + "post_feedforward_layernorm.weight", shape));
+    RDRR_ASSIGN_OR_RETURN(l.post_feedforward_norm, tensor(M::kPostFeedforwardNorm, i));
   }
   return Status::Ok();
 }
@@ -142,13 +149,19 @@ AttentionParams attention_params(const convert::ModelConfig& c, rdrr::LayerType 
   return p;
 }
 
-// Prefix of the text model's tensors: "model." (CausalLM classes, packs and converter sources) or, in Gemma 3
-// multimodal checkpoints, "model.language_model." (transformers 5) / "language_model.model." (transformers 4).
-std::string text_model_prefix(const ReferenceWeights& w) {
-  for (const char* prefix : {"model.", "model.language_model.", "language_model.model."}) {
-    if (w.has(std::string(prefix) + "embed_tokens.weight")) return prefix;
+// Root of the text model's tensors (rdrr/model_tensors.h): the plain one (CausalLM classes, packs and converter
+// sources) or, in Gemma 3 multimodal checkpoints, "model.language_model." (transformers 5) / "language_model.model."
+// (transformers 4), whichever holds the embedding.
+TensorRoot text_model_root(const ReferenceWeights& w) {
+  for (const TensorRoot& root : kTensorRoots) {
+    if (w.has(model_tensor_name(ModelTensor::kEmbedTokens, 0, root))) return root;
   }
-  return "model.";  // the load then fails naming model.embed_tokens.weight
+  return kPlainRoot;  // the load then fails naming model.embed_tokens.weight
+}
+
+// Root of lm_head: transformers 4 wrappers keep it under "language_model.", all others at the top.
+TensorRoot head_root(const ReferenceWeights& w) {
+  return w.has(model_tensor_name(ModelTensor::kLmHead, 0, kLanguageModelRoot)) ? kLanguageModelRoot : kPlainRoot;
 }
 
 }  // namespace
@@ -156,15 +169,15 @@ std::string text_model_prefix(const ReferenceWeights& w) {
 Result<ReferenceModel> ReferenceModel::load_weights(convert::ModelConfig config, const ReferenceWeights& w) {
   ReferenceModel m;
   m.config_ = std::move(config);
-  const ReferenceLoader ld(w, text_model_prefix(w));
   const auto& a = m.config_.architecture;
   const auto& inf = m.config_.inference;
-  RDRR_ASSIGN_OR_RETURN(m.embed_, ld.linear("embed_tokens", a.vocab_size, a.hidden_size, false));
-  RDRR_ASSIGN_OR_RETURN(m.final_norm_, ld.tensor("norm.weight", {static_cast<int64_t>(a.hidden_size)}));
+  const ReferenceLoader ld(w, a, text_model_root(w));
+  RDRR_ASSIGN_OR_RETURN(m.embed_, ld.linear(M::kEmbedTokens, 0));
+  RDRR_ASSIGN_OR_RETURN(m.final_norm_, ld.tensor(M::kFinalNorm));
   // Tied embeddings: no lm_head (a pack or converter source never has one then); the embedding is used.
   if (!m.config_.tied_embeddings && !inf.output.tie_word_embeddings) {
-    const ReferenceLoader top(w, w.has("language_model.lm_head.weight") ? "language_model." : "");
-    RDRR_ASSIGN_OR_RETURN(m.lm_head_, top.linear("lm_head", a.vocab_size, a.hidden_size, false));
+    const ReferenceLoader top(w, a, head_root(w));
+    RDRR_ASSIGN_OR_RETURN(m.lm_head_, top.linear(M::kLmHead, 0));
   }
   m.layers_.resize(a.num_layers);
   for (uint32_t i = 0; i < a.num_layers; ++i) {
