@@ -72,92 +72,112 @@ struct Planner {
   // The steps of one layer in `pass`, in execution order; entries that do not apply are nullopt so
   // that index i is the same logical step for every layer.
   Result<std::vector<LayerStep>> layer_steps(uint32_t layer, Pass pass) const;
+  Status attention_steps(struct LayerSteps& ls) const;
+  Status ffn_steps(struct LayerSteps& ls) const;
   Result<std::vector<LayerEntry>> layer_phase(Pass pass);
   Result<std::vector<ExecStep>> pre_layer();
   Result<std::vector<ExecStep>> post_layer();
   Result<std::map<std::string, KernelSpec>> kernel_map() const;
 };
 
-Result<std::vector<LayerStep>> Planner::layer_steps(uint32_t layer, Pass pass) const {
-  const Inference& inf = m.inference;
+// Collects one layer's steps. A step whose op row names its kernel (graph_ops.h OpInfo::kernel) pins that one;
+// the others pass theirs (it depends on the weight, the KV cache type or the rope scaling).
+struct LayerSteps {
+  const Planner& p;
+  uint32_t layer;
+  Pass pass;
   std::vector<LayerStep> out;
-  auto plain = [&](std::string_view op, std::string_view kernel, std::optional<ModelTensor> weight) {
-    ExecStep s{std::string(op), std::string(kernel), std::nullopt};
+
+  static std::string kernel_of(std::string_view op, std::string_view kernel) {
+    if (!kernel.empty()) return std::string(kernel);
+    const OpInfo* row = find_op(op);
+    return row != nullptr ? std::string(row->kernel) : std::string();
+  }
+  void step(std::string_view op, std::optional<ModelTensor> weight = std::nullopt, std::string_view kernel = {}) {
+    ExecStep s{std::string(op), kernel_of(op, kernel), std::nullopt};
     if (weight) s.weight_ref = model_tensor_template(*weight);
     out.emplace_back(std::move(s));
-  };
-  auto matmul = [&](std::string_view op, ModelTensor weight) -> Status {
-    RDRR_ASSIGN_OR_RETURN(const TensorEntry* t, tensor(model_tensor_name(weight, layer), op));
-    RDRR_ASSIGN_OR_RETURN(std::string kernel, matmul_kernel(*t, pass));
-    out.emplace_back(ExecStep{std::string(op), std::move(kernel), model_tensor_template(weight)});
-    return Status::Ok();
-  };
-  auto optional_step = [&](bool on, std::string_view op, std::string_view kernel, ModelTensor weight) {
+  }
+  // The step when `on`, else a placeholder that keeps step i the same logical step in every layer.
+  void optional(bool on, std::string_view op, ModelTensor weight, std::string_view kernel = {}) {
     if (on) {
-      plain(op, kernel, weight);
+      step(op, weight, kernel);
     } else {
       out.emplace_back(std::nullopt);
     }
-  };
+  }
+  Status matmul(std::string_view op, ModelTensor weight) {
+    RDRR_ASSIGN_OR_RETURN(const TensorEntry* t, p.tensor(model_tensor_name(weight, layer), op));
+    RDRR_ASSIGN_OR_RETURN(std::string kernel, p.matmul_kernel(*t, pass));
+    out.emplace_back(ExecStep{std::string(op), std::move(kernel), model_tensor_template(weight)});
+    return Status::Ok();
+  }
+};
 
+// Norm, projections, rope, cache and attention of one layer.
+Status Planner::attention_steps(LayerSteps& ls) const {
+  const Inference& inf = m.inference;
+  const uint32_t layer = ls.layer;
+  const bool slide = sliding(layer);
+  const bool local_rope = slide && inf.rope.local_theta.has_value();
+  // The previous layer's residual add is fused into this layer's first norm (one dispatch fewer per layer);
+  // only the last layer keeps its `residual` step.
+  ls.step(layer == 0 ? "attn_norm" : "residual_attn_norm", M::kInputNorm);
+  RDRR_RETURN_IF_ERROR(ls.matmul("q_proj", M::kQProj));
+  RDRR_RETURN_IF_ERROR(ls.matmul("k_proj", M::kKProj));
+  RDRR_RETURN_IF_ERROR(ls.matmul("v_proj", M::kVProj));
+  const bool bias = inf.attention.attention_bias;
+  ls.optional(bias, "q_bias", M::kQBias, "add_bias");
+  ls.optional(bias, "k_bias", M::kKBias, "add_bias");
+  ls.optional(bias, "v_bias", M::kVBias, "add_bias");
+  ls.optional(inf.attention.query_key_norm, "q_norm", M::kQNorm);
+  ls.optional(inf.attention.query_key_norm, "k_norm", M::kKNorm);
+  ls.step(local_rope ? "rope_q_local" : "rope_q", std::nullopt,
+          kernels::rope_kernel(!local_rope && rope_needs_freq_table(inf.rope)));
+  // k is rotated on its way into the cache: one dispatch and one barrier fewer than rope_k + kv_append.
+  ls.step(local_rope ? "kv_append_rope_local" : "kv_append_rope", std::nullopt, "kv_append_rope_" + kv_suffix());
+  ls.step(slide ? "attention_sliding" : "attention", std::nullopt, "attention_" + kv_suffix());
+  return ls.matmul("o_proj", M::kOProj);
+}
+
+// Post-attention norms, the gated feed-forward block and the last layer's residual.
+Status Planner::ffn_steps(LayerSteps& ls) const {
+  const NormConfig& norm = m.inference.normalization;
+  ls.optional(norm.post_attention_norm, "post_attn_norm", M::kPostAttentionNorm);
+  ls.step("ffn_norm", norm.post_attention_norm ? M::kPreFeedforwardNorm : M::kPostAttentionNorm);
+  if (has(model_tensor_name(M::kGateUpProj, ls.layer))) {
+    RDRR_RETURN_IF_ERROR(ls.matmul("gate_up_proj", M::kGateUpProj));
+    ls.out.emplace_back(std::nullopt);
+    ls.step("glu_split");
+  } else {
+    RDRR_RETURN_IF_ERROR(ls.matmul("gate_proj", M::kGateProj));
+    RDRR_RETURN_IF_ERROR(ls.matmul("up_proj", M::kUpProj));
+    ls.step("glu");
+  }
+  RDRR_RETURN_IF_ERROR(ls.matmul("down_proj", M::kDownProj));
+  ls.optional(norm.post_feedforward_norm, "post_ffn_norm", M::kPostFeedforwardNorm);
+  if (ls.layer + 1 == m.architecture.num_layers) {
+    ls.step("residual");
+  } else {
+    ls.out.emplace_back(std::nullopt);
+  }
+  return Status::Ok();
+}
+
+Result<std::vector<LayerStep>> Planner::layer_steps(uint32_t layer, Pass pass) const {
   if (const std::string qkv = model_tensor_name(M::kQkvProj, layer); has(qkv)) {
     return error(StatusCode::kUnsupported, "tensor " + qkv +
                                                ": a fused qkv projection is not supported by the v1 graph "
                                                "(the executor needs separate q_proj / k_proj / v_proj)");
   }
-  if (!inf.ffn.gated) {
+  if (!m.inference.ffn.gated) {
     return error(StatusCode::kUnsupported, "inference.ffn.gatedActivation is false: no v1 graph op runs a "
                                            "non-gated feed-forward block");
   }
-  const bool bias = inf.attention.attention_bias;
-  const bool qk_norm = inf.attention.query_key_norm;
-  const bool slide = sliding(layer);
-  const bool local_rope = slide && inf.rope.local_theta.has_value();
-  const std::string_view rope_kernel = kernels::rope_kernel(!local_rope && rope_needs_freq_table(inf.rope));
-  const std::string attn_kernel = "attention_" + kv_suffix();
-
-  // The previous layer's residual add is fused into this layer's first norm (one dispatch fewer per layer);
-  // only the last layer keeps its `residual` step.
-  const bool first = layer == 0;
-  const bool last = layer + 1 == m.architecture.num_layers;
-  if (first) {
-    plain("attn_norm", "rms_norm", M::kInputNorm);
-  } else {
-    plain("residual_attn_norm", "add_rms_norm", M::kInputNorm);
-  }
-  RDRR_RETURN_IF_ERROR(matmul("q_proj", M::kQProj));
-  RDRR_RETURN_IF_ERROR(matmul("k_proj", M::kKProj));
-  RDRR_RETURN_IF_ERROR(matmul("v_proj", M::kVProj));
-  optional_step(bias, "q_bias", "add_bias", M::kQBias);
-  optional_step(bias, "k_bias", "add_bias", M::kKBias);
-  optional_step(bias, "v_bias", "add_bias", M::kVBias);
-  optional_step(qk_norm, "q_norm", "rms_norm", M::kQNorm);
-  optional_step(qk_norm, "k_norm", "rms_norm", M::kKNorm);
-  plain(local_rope ? "rope_q_local" : "rope_q", rope_kernel, std::nullopt);
-  // k is rotated on its way into the cache: one dispatch and one barrier fewer than rope_k + kv_append.
-  plain(local_rope ? "kv_append_rope_local" : "kv_append_rope", "kv_append_rope_" + kv_suffix(), std::nullopt);
-  plain(slide ? "attention_sliding" : "attention", attn_kernel, std::nullopt);
-  RDRR_RETURN_IF_ERROR(matmul("o_proj", M::kOProj));
-  const bool post_attn = inf.normalization.post_attention_norm;
-  optional_step(post_attn, "post_attn_norm", "rms_norm", M::kPostAttentionNorm);
-  plain("ffn_norm", "add_rms_norm", post_attn ? M::kPreFeedforwardNorm : M::kPostAttentionNorm);
-  if (has(model_tensor_name(M::kGateUpProj, layer))) {
-    RDRR_RETURN_IF_ERROR(matmul("gate_up_proj", M::kGateUpProj));
-    out.emplace_back(std::nullopt);
-    plain("glu_split", "glu_split", std::nullopt);
-  } else {
-    RDRR_RETURN_IF_ERROR(matmul("gate_proj", M::kGateProj));
-    RDRR_RETURN_IF_ERROR(matmul("up_proj", M::kUpProj));
-    plain("glu", "glu", std::nullopt);
-  }
-  RDRR_RETURN_IF_ERROR(matmul("down_proj", M::kDownProj));
-  optional_step(inf.normalization.post_feedforward_norm, "post_ffn_norm", "rms_norm", M::kPostFeedforwardNorm);
-  if (last) {
-    plain("residual", "add", std::nullopt);
-  } else {
-    out.emplace_back(std::nullopt);
-  }
-  return out;
+  LayerSteps ls{*this, layer, pass, {}};
+  RDRR_RETURN_IF_ERROR(attention_steps(ls));
+  RDRR_RETURN_IF_ERROR(ffn_steps(ls));
+  return std::move(ls.out);
 }
 
 // Groups layers by the step they run at each logical position: a position where every layer runs the
@@ -228,13 +248,15 @@ Result<std::vector<ExecStep>> Planner::pre_layer() {
 Result<std::vector<ExecStep>> Planner::post_layer() {
   std::vector<ExecStep> out;
   RDRR_ASSIGN_OR_RETURN(const TensorEntry* norm, tensor(model_tensor_name(M::kFinalNorm), "final_norm"));
-  out.push_back({"final_norm", "rms_norm", norm->name});
+  out.push_back({"final_norm", std::string(find_op("final_norm")->kernel), norm->name});
   const bool tied = m.inference.output.tie_word_embeddings || !has(model_tensor_name(M::kLmHead));
   RDRR_ASSIGN_OR_RETURN(const TensorEntry* head,
                         tensor(model_tensor_name(tied ? M::kEmbedTokens : M::kLmHead), "lm_head"));
   RDRR_ASSIGN_OR_RETURN(std::string head_kernel, matmul_kernel(*head, Pass::kDecode));
   out.push_back({"lm_head", std::move(head_kernel), head->name});
-  if (m.inference.output.final_logit_softcapping) out.push_back({"logit_softcap", "softcap", std::nullopt});
+  if (m.inference.output.final_logit_softcapping) {
+    out.push_back({"logit_softcap", std::string(find_op("logit_softcap")->kernel), std::nullopt});
+  }
   out.push_back({"sample", "sample_partial", std::nullopt});
   for (const ExecStep& s : out) used_kernels.insert(s.kernel_key);
   return out;
