@@ -12,27 +12,25 @@
 #include <vector>
 
 #include "quant/status.h"
+#include "rdrr/test_temp_dir.h"
 
 namespace rdrr::convert::testing {
 
 inline std::filesystem::path fixtures_dir() { return RDRR_FIXTURES_DIR; }
 
-// A fresh folder per test: <gtest temp dir>/rdrr_readers_<suite>_<test> (emptied on the test's first call).
+// The running test's folder (rdrr/test_temp_dir.h): created empty at the test's first call, removed when
+// the next test asks for its own (the last one at exit).
 inline std::filesystem::path test_dir() {
   static std::string last_test;
-  static std::filesystem::path last_dir;
+  static std::optional<rdrr::test::TempDir> dir;
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  std::string name = std::string("rdrr_readers_") + info->test_suite_name() + "_" + info->name();
-  for (char& c : name) {
-    if (c == '/') c = '_';
+  const std::string name = std::string("readers_") + info->test_suite_name() + "_" + info->name();
+  if (name != last_test || !dir) {
+    dir.reset();
+    dir.emplace(name);
+    last_test = name;
   }
-  if (name == last_test) return last_dir;
-  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / name;
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  last_test = name;
-  last_dir = dir;
-  return dir;
+  return dir->path();
 }
 
 inline void write_file(const std::filesystem::path& path, const std::string& bytes) {

@@ -12,6 +12,7 @@
 #include "graph/graph_plan.h"
 #include "rdrr/manifest_json.h"
 #include "rdrr/manifest_testutil.h"
+#include "rdrr/test_temp_dir.h"
 #include "rdrr/validate.h"
 
 namespace rdrr::graph {
@@ -36,8 +37,8 @@ std::string read_text(const fs::path& p) {
   return s.str();
 }
 
-fs::path write_pack(const Manifest& m, std::string_view tag) {
-  const fs::path dir = testing::make_temp_dir(tag) / "pack";
+fs::path write_pack(const Manifest& m, const test::TempDir& tmp) {
+  const fs::path dir = tmp / "pack";
   EXPECT_TRUE(testing::write_pack_files(m, dir));
   return dir;
 }
@@ -49,7 +50,8 @@ TEST(Repin, StaleDigestFailsCheckThenRepinFixesItChangingOnlyDigestAndProvenance
   stale.inference.execution->kernels.at("attention_f16").digest = kStale;
   ASSERT_TRUE(validate_manifest(stale).ok());
   EXPECT_EQ(check_execution_graph(stale).code(), StatusCode::kIntegrity);
-  const fs::path dir = write_pack(stale, "repin_stale");
+  const test::TempDir tmp;
+  const fs::path dir = write_pack(stale, tmp);
 
   Result<PackRepinResult> r = repin_pack(dir, {});
   ASSERT_TRUE(r.ok()) << r.status().to_string();
@@ -94,7 +96,8 @@ TEST(Repin, SecondRepinAppendsToProvenance) {
 TEST(Repin, DryRunReportsAndWritesNothing) {
   Manifest m = pinned_manifest();
   m.inference.execution->kernels.at("rms_norm").digest = kStale;
-  const fs::path dir = write_pack(m, "repin_dry");
+  const test::TempDir tmp;
+  const fs::path dir = write_pack(m, tmp);
   const std::string before = read_text(dir / "manifest.json");
   RepinOptions o;
   o.dry_run = true;
@@ -106,8 +109,9 @@ TEST(Repin, DryRunReportsAndWritesNothing) {
   EXPECT_EQ(read_text(dir / "manifest.json"), before);
 }
 
-void expect_refused(const Manifest& m, std::string_view tag, StatusCode code, const std::vector<std::string>& frags) {
-  const fs::path dir = write_pack(m, tag);
+void expect_refused(const Manifest& m, StatusCode code, const std::vector<std::string>& frags) {
+  const test::TempDir tmp;
+  const fs::path dir = write_pack(m, tmp);
   const std::string before = read_text(dir / "manifest.json");
   Result<PackRepinResult> r = repin_pack(dir, {});
   ASSERT_FALSE(r.ok());
@@ -123,7 +127,7 @@ TEST(Repin, RefusesKernelMissingFromTheRegistry) {
   KernelSpec old = m.inference.execution->kernels.at("glu");
   old.digest = kStale;
   m.inference.execution->kernels.emplace("glu_v0", old);
-  expect_refused(m, "repin_gone", StatusCode::kUnsupported, {"pack", "'glu_v0'", "no such kernel"});
+  expect_refused(m, StatusCode::kUnsupported, {"pack", "'glu_v0'", "no such kernel"});
 }
 
 TEST(Repin, RefusesKernelWhoseFileOrEntryChanged) {
@@ -131,7 +135,7 @@ TEST(Repin, RefusesKernelWhoseFileOrEntryChanged) {
   KernelSpec& glu = m.inference.execution->kernels.at("glu");
   glu.digest = kStale;
   glu.file = "glu_v0.comp";
-  expect_refused(m, "repin_moved", StatusCode::kUnsupported, {"'glu'", "'glu_v0.comp'", "'glu.comp'"});
+  expect_refused(m, StatusCode::kUnsupported, {"'glu'", "'glu_v0.comp'", "'glu.comp'"});
 }
 
 TEST(Repin, RefusesWhenTheKernelNoLongerAcceptsTheTensor) {
@@ -143,19 +147,20 @@ TEST(Repin, RefusesWhenTheKernelNoLongerAcceptsTheTensor) {
   fill_derived_fields(m);  // [256, 256]: the same size in either layout
   ASSERT_TRUE(validate_manifest(m).ok()) << validate_manifest(m).to_string();
   m.inference.execution->kernels.at("gemv_q4_k_vec").digest = kStale;
-  expect_refused(m, "repin_dtype", StatusCode::kUnsupported,
+  expect_refused(m, StatusCode::kUnsupported,
                  {"'gemv_q4_k_vec'", "no longer run", "o_proj.weight", "column_wise"});
 }
 
 TEST(Repin, RefusesPackWithoutGraph) {
   Manifest m = pinned_manifest();
   m.inference.execution.reset();
-  expect_refused(m, "repin_nograph", StatusCode::kValidation, {"inference.execution: missing"});
+  expect_refused(m, StatusCode::kValidation, {"inference.execution: missing"});
 }
 
 TEST(Repin, FindPacksSearchesFoldersRecursivelyInOrder) {
   const Manifest m = pinned_manifest();
-  const fs::path root = testing::make_temp_dir("repin_find");
+  const test::TempDir tmp;
+  const fs::path& root = tmp.path();
   ASSERT_TRUE(testing::write_pack_files(m, root / "b" / "p2"));
   ASSERT_TRUE(testing::write_pack_files(m, root / "a"));
   ASSERT_TRUE(testing::write_pack_files(m, root / "b" / "p1"));

@@ -1,8 +1,11 @@
 // GLSL block layout vs quant/blocks.h: the GPU decodes random Q4_K / Q6_K / Q8_0 blocks (and F16 values)
-// and must reproduce the CPU decode bit for bit.
-#include <cstring>
+// and must reproduce the CPU decode bit for bit. Each case is an OpCase (op_test_util.h) with the bit-exact
+// metric; the blocks start 256 bytes into their buffer (the tensor does not start the allocation).
+#include <span>
+#include <string>
 
 #include "kernels/kernel_test_ref.h"
+#include "kernels/op_test_util.h"
 #include "quant/f16.h"
 #include "runtime/ops.h"
 #include "runtime/vk_test_fixture.h"
@@ -12,43 +15,32 @@ namespace {
 
 using quant::DType;
 using runtime::testing::VulkanTest;
+using testing::OpBindings;
+using testing::OpCase;
 
-class DequantTest : public VulkanTest {
- protected:
-  // Uploads `bytes` after a 256-byte lead-in (the tensor does not start the allocation), decodes n_blocks
-  // on the GPU and returns the f32 results.
-  std::vector<float> gpu_decode(DType dtype, std::span<const std::byte> bytes, uint32_t n_blocks) {
-    std::vector<std::byte> padded(256 + bytes.size(), std::byte{0x5a});
-    std::memcpy(padded.data() + 256, bytes.data(), bytes.size());
-    runtime::Buffer src = upload_bytes(padded, "blocks");
-    const uint64_t elems = uint64_t{n_blocks} * static_cast<uint64_t>(quant::block_elems(dtype));
-    runtime::Buffer dst = poisoned_f32(elems);
-    const Status s = runtime::record_dequant(rec(), dtype, src.range().sub(256, bytes.size()), dst.range(), n_blocks);
-    EXPECT_TRUE(s.ok()) << s.to_string();
-    run();
-    return download_f32(dst.range());
-  }
+// Decoding n_blocks of `bytes`; the reference is the CPU decode `cpu`, compared bit for bit.
+OpCase dequant_case(DType dtype, std::span<const std::byte> bytes, uint32_t n_blocks, std::span<const float> cpu) {
+  const uint64_t elems = uint64_t{n_blocks} * static_cast<uint64_t>(quant::block_elems(dtype));
+  OpCase oc;
+  const std::string type(quant::dtype_name(dtype));
+  oc.name = std::string("dequant ") + type + " blocks=" + std::to_string(n_blocks);
+  oc.inputs = {testing::raw_input("blocks", type, {n_blocks}, bytes, 256, std::byte{0x5a})};
+  oc.outputs = {testing::f32_output("out", {n_blocks, elems / n_blocks}, testing::to_double(cpu),
+                                    testing::Tolerance::bit_exact())};
+  oc.record = [dtype, n_blocks](runtime::Recorder& rec, const OpBindings& b) {
+    return runtime::record_dequant(rec, dtype, b["blocks"], b["out"], n_blocks);
+  };
+  return oc;
+}
 
-  static void expect_bit_identical(std::span<const float> gpu, std::span<const float> cpu) {
-    ASSERT_EQ(gpu.size(), cpu.size());
-    size_t mismatches = 0;
-    for (size_t i = 0; i < gpu.size(); ++i) {
-      if (std::memcmp(&gpu[i], &cpu[i], 4) != 0 && mismatches++ < 5) {
-        ADD_FAILURE() << "element " << i << " (block " << i / 256 << ", index " << i % 256 << "): gpu " << gpu[i]
-                      << " cpu " << cpu[i];
-      }
-    }
-    EXPECT_EQ(mismatches, 0u);
-  }
-};
+class DequantTest : public VulkanTest {};
 
 TEST_F(DequantTest, Q4KMatchesCpuBitForBit) {
   std::mt19937 rng(41);
   const auto blocks = testing::random_q4k_blocks(rng, 37);
   std::vector<float> cpu(blocks.size() * 256);
   testing::decode_q4k(blocks, cpu);
-  const auto gpu = gpu_decode(DType::kQ4_K, std::as_bytes(std::span(blocks)), 37);
-  expect_bit_identical(gpu, cpu);
+  testing::run_op_case(dev(), rec(), dequant_case(DType::kQ4_K, std::as_bytes(std::span(blocks)), 37, cpu));
 }
 
 TEST_F(DequantTest, Q6KMatchesCpuBitForBit) {
@@ -56,8 +48,7 @@ TEST_F(DequantTest, Q6KMatchesCpuBitForBit) {
   const auto blocks = testing::random_q6k_blocks(rng, 23);
   std::vector<float> cpu(blocks.size() * 256);
   testing::decode_q6k(blocks, cpu);
-  const auto gpu = gpu_decode(DType::kQ6_K, std::as_bytes(std::span(blocks)), 23);
-  expect_bit_identical(gpu, cpu);
+  testing::run_op_case(dev(), rec(), dequant_case(DType::kQ6_K, std::as_bytes(std::span(blocks)), 23, cpu));
 }
 
 TEST_F(DequantTest, Q80MatchesCpuBitForBit) {
@@ -65,8 +56,7 @@ TEST_F(DequantTest, Q80MatchesCpuBitForBit) {
   const auto blocks = testing::random_q80_blocks(rng, 101);  // odd count: 34-byte blocks end unaligned
   std::vector<float> cpu(blocks.size() * 32);
   testing::decode_q80(blocks, cpu);
-  const auto gpu = gpu_decode(DType::kQ8_0, std::as_bytes(std::span(blocks)), 101);
-  expect_bit_identical(gpu, cpu);
+  testing::run_op_case(dev(), rec(), dequant_case(DType::kQ8_0, std::as_bytes(std::span(blocks)), 101, cpu));
 }
 
 TEST_F(DequantTest, F16MatchesCpuBitForBit) {
@@ -78,8 +68,7 @@ TEST_F(DequantTest, F16MatchesCpuBitForBit) {
   }
   std::vector<float> cpu(h.size());
   for (size_t i = 0; i < h.size(); ++i) cpu[i] = quant::f16_to_f32(h[i]);
-  const auto gpu = gpu_decode(DType::kF16, std::as_bytes(std::span(h)), 1001);
-  expect_bit_identical(gpu, cpu);
+  testing::run_op_case(dev(), rec(), dequant_case(DType::kF16, std::as_bytes(std::span(h)), 1001, cpu));
 }
 
 TEST_F(DequantTest, RejectsUnsupportedDtypeAndShortRanges) {

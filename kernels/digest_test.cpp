@@ -4,36 +4,19 @@
 
 #include <gtest/gtest.h>
 
-#include <atomic>
 #include <fstream>
 #include <sstream>
 
 #include "kernels/digest_table.h"
 #include "kernels/registry.h"
 #include "rdrr/sha256.h"
+#include "rdrr/test_temp_dir.h"
 
 namespace rdrr::kernels {
 namespace {
 namespace fs = std::filesystem;
 
-class TempDir {
- public:
-  TempDir() {
-    static std::atomic<int> counter{0};
-    path_ = fs::temp_directory_path() /
-            ("rdrr_digest_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::remove_all(path_);
-    fs::create_directories(path_ / "include");
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
+using test::TempDir;
 
 void write(const fs::path& p, std::string_view text) {
   fs::create_directories(p.parent_path());

@@ -1,11 +1,12 @@
 // Embedding gather differential tests: GPU rows of a packed table (F32, F16, Q8_0 / Q6_K / Q4_K flat and
 // row_wise, Q4_K column_wise) times a scale, against the exactly dequantized table in double. Ids repeat,
 // include the first and last rows and one id past the vocabulary (a zero row); outputs are NaN-poisoned and
-// a guard past the end must stay poisoned. Split tests force several binding ranges (16 KiB cap).
+// guards past the end must stay poisoned (op_test_util.h). Split tests force several binding ranges (16 KiB cap).
 #include <cmath>
-#include <cstring>
+#include <string>
 
 #include "kernels/kernel_test_ref.h"
+#include "kernels/op_test_util.h"
 #include "runtime/ops.h"
 #include "runtime/vk_test_fixture.h"
 
@@ -15,6 +16,9 @@ namespace {
 using quant::DType;
 using quant::Layout;
 using runtime::testing::VulkanTest;
+using testing::OpBindings;
+using testing::OpCase;
+using testing::Tolerance;
 
 // Each output is one exact decode times the scale in f32: relative error <= 2^-24 per element, so NMSE
 // <= ~1e-14 (measured 0 .. 1e-16 on lavapipe); any wrong element gives >= ~1e-4.
@@ -35,70 +39,52 @@ std::string case_text(const EmbedCase& c) {
 std::string case_name(const ::testing::TestParamInfo<EmbedCase>& info) { return case_text(info.param); }
 void PrintTo(const EmbedCase& c, std::ostream* os) { *os << case_text(c); }
 
-struct EmbedOutcome {
-  double nmse = INFINITY;
-  uint32_t dispatches = 0;
-};
+constexpr uint32_t kPastVocabToken = 4;  // ids[4] = vocab + 5: a zero row
 
-EmbedOutcome run_embed_case(runtime::Device& dev, runtime::Recorder& rec, const EmbedCase& c, uint32_t seed) {
+OpCase embed_case(const EmbedCase& c, uint32_t seed) {
   std::mt19937 rng(seed);
   const testing::PackedWeight w = testing::random_weight(rng, c.dtype, c.layout, c.vocab, c.dim);
   std::vector<uint32_t> ids = {0, c.vocab - 1, c.vocab / 2, 0, c.vocab + 5};
   for (int i = 0; i < 4; ++i) ids.push_back(static_cast<uint32_t>(rng() % c.vocab));
   const uint32_t n_tokens = static_cast<uint32_t>(ids.size());
-  const uint64_t n_out = uint64_t{n_tokens} * c.dim;
-  constexpr uint32_t kGuard = 5;
-  std::vector<std::byte> tbytes(256 + w.bytes.size(), std::byte{0x3c});  // table at a non-zero offset
-  std::memcpy(tbytes.data() + 256, w.bytes.data(), w.bytes.size());
-  auto tb = dev.allocate(tbytes.size(), "table");
-  auto ib = dev.allocate(ids.size() * 4, "ids");
-  auto ob = dev.allocate((n_out + kGuard) * 4, "out");
-  EXPECT_TRUE(tb.ok() && ib.ok() && ob.ok());
-  EXPECT_TRUE(dev.upload(tb->range(), tbytes).ok());
-  EXPECT_TRUE(dev.upload(ib->range(), std::as_bytes(std::span(ids))).ok());
-  EXPECT_TRUE(dev.fill(ob->range(), runtime::testing::kPoisonBits).ok());
-  runtime::EmbedArgs a;
-  a.table = tb->range().sub(256, w.bytes.size());
-  a.dtype = c.dtype;
-  a.layout = c.layout;
-  a.vocab = c.vocab;
-  a.dim = c.dim;
-  a.ids = ib->range();
-  a.out = ob->range().sub(0, n_out * 4);
-  a.n_tokens = n_tokens;
-  a.scale = c.scale;
-  const Status s = runtime::record_embed(rec, a);
-  EXPECT_TRUE(s.ok()) << s.to_string();
-  auto r = rec.submit_and_wait();
-  EXPECT_TRUE(r.ok()) << r.status().to_string();
-  EmbedOutcome out;
-  out.dispatches = r.ok() ? r->dispatches : 0;
-  std::vector<float> y(n_out + kGuard);
-  EXPECT_TRUE(dev.download(ob->range(), std::as_writable_bytes(std::span(y))).ok());
-  for (uint64_t i = n_out; i < n_out + kGuard; ++i) {
-    uint32_t bits = 0;
-    std::memcpy(&bits, &y[i], 4);
-    EXPECT_EQ(bits, runtime::testing::kPoisonBits) << "stray write at out[" << i << "]";
-  }
-  y.resize(n_out);
-  EXPECT_EQ(runtime::testing::count_non_finite(y), 0u) << "unwritten or non-finite outputs";
-  std::vector<double> ref(n_out, 0.0);
+  std::vector<double> ref(uint64_t{n_tokens} * c.dim, 0.0);
   for (uint32_t t = 0; t < n_tokens; ++t) {
     if (ids[t] >= c.vocab) continue;  // zero row
     for (uint32_t i = 0; i < c.dim; ++i) ref[uint64_t{t} * c.dim + i] = w.w[uint64_t{ids[t]} * c.dim + i] * double(c.scale);
   }
-  for (uint32_t i = 0; i < c.dim; ++i) EXPECT_EQ(y[4 * uint64_t{c.dim} + i], 0.0f) << "id past vocab, element " << i;
-  out.nmse = runtime::testing::nmse(y, ref);
-  return out;
+  OpCase oc;
+  oc.name = std::string("embed ") + case_text(c);
+  // The table at a non-zero offset in its buffer.
+  oc.inputs = {testing::packed_input("table", c.dtype, c.layout, c.vocab, c.dim, w.bytes, 256, std::byte{0x3c}),
+               testing::u32_input("ids", ids)};
+  const uint32_t dim = c.dim;
+  oc.outputs = {testing::f32_output("out", {n_tokens, c.dim}, std::move(ref), Tolerance::nmse(kEmbedNmse))};
+  oc.outputs[0].check = [dim](std::span<const float> y) {
+    for (uint32_t i = 0; i < dim; ++i) {
+      EXPECT_EQ(y[kPastVocabToken * uint64_t{dim} + i], 0.0f) << "id past vocab, element " << i;
+    }
+  };
+  oc.record = [c, n_tokens](runtime::Recorder& rec, const OpBindings& b) {
+    runtime::EmbedArgs a;
+    a.table = b["table"];
+    a.dtype = c.dtype;
+    a.layout = c.layout;
+    a.vocab = c.vocab;
+    a.dim = c.dim;
+    a.ids = b["ids"];
+    a.out = b["out"];
+    a.n_tokens = n_tokens;
+    a.scale = c.scale;
+    return runtime::record_embed(rec, a);
+  };
+  return oc;
 }
 
 class EmbedTest : public VulkanTest, public ::testing::WithParamInterface<EmbedCase> {};
 
 TEST_P(EmbedTest, MatchesDoubleReference) {
   const EmbedCase& c = GetParam();
-  const EmbedOutcome o = run_embed_case(dev(), rec(), c, 300 + c.vocab * 3 + c.dim);
-  std::printf("  NMSE %.3e\n", o.nmse);
-  EXPECT_LT(o.nmse, kEmbedNmse);
+  const testing::OpOutcome o = testing::run_op_case(dev(), rec(), embed_case(c, 300 + c.vocab * 3 + c.dim));
   EXPECT_EQ(o.dispatches, 1u);
 }
 
@@ -129,9 +115,7 @@ class EmbedSplitTest : public VulkanTest, public ::testing::WithParamInterface<E
 TEST_P(EmbedSplitTest, SplitBindingsMatchDoubleReference) {
   const EmbedCase& c = GetParam();
   ASSERT_GT(runtime::packed_weight_bytes(c.dtype, c.layout, c.vocab, c.dim), dev().binding_limit_bytes());
-  const EmbedOutcome o = run_embed_case(dev(), rec(), c, 400 + c.vocab + c.dim);
-  std::printf("  NMSE %.3e over %u dispatches\n", o.nmse, o.dispatches);
-  EXPECT_LT(o.nmse, kEmbedNmse);
+  const testing::OpOutcome o = testing::run_op_case(dev(), rec(), embed_case(c, 400 + c.vocab + c.dim));
   EXPECT_GT(o.dispatches, 1u);
 }
 

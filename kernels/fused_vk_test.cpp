@@ -1,19 +1,23 @@
 // Per-head Q/K RMSNorm (plain and 1+w), residual add fused with RMSNorm, logit soft-capping and the split
 // gated activation over a fused gate_up output, vs double-precision CPU references on NaN-poisoned outputs.
+// Each case is an OpCase (op_test_util.h).
 #include <cmath>
-#include <cstring>
+#include <string>
+#include <tuple>
 
+#include "kernels/kernel_test_ref.h"
+#include "kernels/op_test_util.h"
 #include "runtime/ops.h"
 #include "runtime/vk_test_fixture.h"
 
 namespace rdrr::kernels {
 namespace {
 
-using runtime::Buffer;
-using runtime::testing::count_non_finite;
-using runtime::testing::nmse;
 using runtime::testing::random_f32;
 using runtime::testing::VulkanTest;
+using testing::OpBindings;
+using testing::OpCase;
+using testing::Tolerance;
 
 // As rms_norm (norm_act_vk_test.cpp): f32 sums of squares, one sqrt, two multiplies; measured ~1e-15.
 constexpr double kNormNmse = 1e-10;
@@ -22,95 +26,96 @@ constexpr double kAddNmse = 1e-13;
 // tanh / exp through the device's transcendental units (a few ulp): measured ~1e-15 .. 1e-14 on lavapipe.
 constexpr double kTranscendentalNmse = 1e-9;
 
-std::vector<double> ref_rms_norm(std::span<const double> x, std::span<const float> w, uint32_t d, float eps,
-                                 float offset) {
-  std::vector<double> y(x.size());
-  for (size_t r = 0; r < x.size() / d; ++r) {
-    double ss = 0.0;
-    for (uint32_t i = 0; i < d; ++i) ss += x[r * d + i] * x[r * d + i];
-    const double scale = 1.0 / std::sqrt(ss / d + double(eps));
-    for (uint32_t i = 0; i < d; ++i) y[r * d + i] = x[r * d + i] * scale * (double(w[i]) + offset);
-  }
-  return y;
-}
-
 class FusedTest : public VulkanTest {};
 
-TEST_F(FusedTest, HeadNormPlainAndGemmaMatchDoubleReference) {
-  struct Case {
-    uint32_t tokens, heads, head_dim;
-    float offset;
-    bool in_place;
-  };
-  for (const Case& c : {Case{3, 4, 128, 0.0f, false}, Case{2, 5, 256, 1.0f, true}, Case{1, 2, 80, 1.0f, false}}) {
-    SCOPED_TRACE(c.head_dim);
-    std::mt19937 rng(c.heads * 17 + c.head_dim);
-    const uint64_t n = uint64_t{c.tokens} * c.heads * c.head_dim;
-    const std::vector<float> x = random_f32(rng, n, -4.0f, 4.0f);
-    const std::vector<float> w = random_f32(rng, c.head_dim, -1.0f, 1.0f);
-    Buffer xb = upload(x, "q");
-    Buffer wb = upload(w, "q_norm");
-    Buffer yb = c.in_place ? Buffer{} : poisoned_f32(n, "y");
+struct HeadNormCase {
+  uint32_t tokens, heads, head_dim;
+  float offset;
+  bool in_place;
+};
+
+OpCase head_norm_case(const HeadNormCase& c) {
+  std::mt19937 rng(c.heads * 17 + c.head_dim);
+  const uint64_t n = uint64_t{c.tokens} * c.heads * c.head_dim;
+  const std::vector<float> x = random_f32(rng, n, -4.0f, 4.0f);
+  const std::vector<float> w = random_f32(rng, c.head_dim, -1.0f, 1.0f);
+  const float eps = 1e-6f;
+  OpCase oc;
+  oc.name = std::string("head_norm tokens=") + std::to_string(c.tokens) + " heads=" + std::to_string(c.heads) +
+            " head_dim=" + std::to_string(c.head_dim) + (c.in_place ? " in place" : "");
+  oc.inputs = {testing::f32_input("q", {c.tokens, c.heads, c.head_dim}, x),
+               testing::f32_input("q_norm", {c.head_dim}, w)};
+  oc.outputs = {testing::f32_output("y", {c.tokens, c.heads, c.head_dim},
+                                    testing::reference_rms_norm(testing::to_double(x), w, c.head_dim, eps, c.offset),
+                                    Tolerance::nmse(kNormNmse), c.in_place ? "q" : "")};
+  oc.record = [c, eps](runtime::Recorder& rec, const OpBindings& b) {
     runtime::HeadNormArgs a;
-    a.x = xb.range();
-    a.w = wb.range();
-    a.y = c.in_place ? xb.range() : yb.range();
+    a.x = b["q"];
+    a.w = b["q_norm"];
+    a.y = b["y"];
     a.n_tokens = c.tokens;
     a.n_heads = c.heads;
     a.head_dim = c.head_dim;
-    a.eps = 1e-6f;
+    a.eps = eps;
     a.weight_offset = c.offset;
-    ASSERT_TRUE(runtime::record_head_norm(rec(), a, "q_norm").ok());
-    run();
-    const std::vector<float> y = download_f32(a.y);
-    const std::vector<double> xd(x.begin(), x.end());
-    const double e = nmse(y, ref_rms_norm(xd, w, c.head_dim, a.eps, c.offset));
-    std::printf("  head_norm NMSE %.3e\n", e);
-    EXPECT_EQ(count_non_finite(y), 0u);
-    EXPECT_LT(e, kNormNmse);
+    return runtime::record_head_norm(rec, a, "q_norm");
+  };
+  return oc;
+}
+
+TEST_F(FusedTest, HeadNormPlainAndGemmaMatchDoubleReference) {
+  for (const HeadNormCase& c : {HeadNormCase{3, 4, 128, 0.0f, false}, HeadNormCase{2, 5, 256, 1.0f, true},
+                                HeadNormCase{1, 2, 80, 1.0f, false}}) {
+    testing::run_op_case(dev(), rec(), head_norm_case(c));
   }
+}
+
+// x += res in place, y = rms_norm(x). The norm's reference is the norm of the f32 sum (what a separate add then
+// rms_norm would see): one f32 add is exactly rounded, so the CPU's f32 sum is the GPU's bit for bit.
+OpCase add_rms_norm_case(float offset, uint32_t rows, uint32_t d) {
+  std::mt19937 rng(static_cast<uint32_t>(offset) + 3 + d);
+  const std::vector<float> x = random_f32(rng, rows * d, -3.0f, 3.0f);
+  const std::vector<float> r = random_f32(rng, rows * d, -3.0f, 3.0f);
+  const std::vector<float> w = random_f32(rng, d, -1.0f, 1.0f);
+  std::vector<double> sum(x.size()), sum_f32(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    sum[i] = double(x[i]) + r[i];
+    sum_f32[i] = x[i] + r[i];
+  }
+  const float eps = 1e-5f;
+  OpCase oc;
+  oc.name = std::string("add_rms_norm rows=") + std::to_string(rows) + " d=" + std::to_string(d) +
+            " offset=" + std::to_string(int(offset));
+  oc.inputs = {testing::f32_input("x", {rows, d}, x), testing::f32_input("res", {rows, d}, r),
+               testing::f32_input("w", {d}, w)};
+  oc.outputs = {testing::f32_output("x (sum, in place)", {rows, d}, sum, Tolerance::nmse(kAddNmse), "x"),
+                testing::f32_output("y", {rows, d}, testing::reference_rms_norm(sum_f32, w, d, eps, offset),
+                                    Tolerance::nmse(kNormNmse))};
+  oc.record = [=](runtime::Recorder& rec, const OpBindings& b) {
+    runtime::AddRmsNormArgs a;
+    a.x = b["x"];
+    a.res = b["res"];
+    a.w = b["w"];
+    a.y = b["y"];
+    a.d = d;
+    a.n_rows = rows;
+    a.eps = eps;
+    a.weight_offset = offset;
+    return runtime::record_add_rms_norm(rec, a);
+  };
+  return oc;
 }
 
 TEST_F(FusedTest, AddRmsNormUpdatesResidualAndNormalizes) {
   // d = 40003: past the values a workgroup keeps in registers (8 per invocation, at most 1024 invocations), so
   // the re-read path runs too.
   for (const auto& [offset, rows, d] : {std::tuple{0.0f, 5u, 1000u}, {1.0f, 5u, 1000u}, {0.0f, 2u, 40003u}}) {
-    std::mt19937 rng(static_cast<uint32_t>(offset) + 3 + d);
-    const std::vector<float> x = random_f32(rng, rows * d, -3.0f, 3.0f);
-    const std::vector<float> r = random_f32(rng, rows * d, -3.0f, 3.0f);
-    const std::vector<float> w = random_f32(rng, d, -1.0f, 1.0f);
-    Buffer xb = upload(x, "x");
-    Buffer rb = upload(r, "res");
-    Buffer wb = upload(w, "w");
-    Buffer yb = poisoned_f32(rows * d, "y");
-    runtime::AddRmsNormArgs a;
-    a.x = xb.range();
-    a.res = rb.range();
-    a.w = wb.range();
-    a.y = yb.range();
-    a.d = d;
-    a.n_rows = rows;
-    a.eps = 1e-5f;
-    a.weight_offset = offset;
-    ASSERT_TRUE(runtime::record_add_rms_norm(rec(), a).ok());
-    run();
-    std::vector<double> sum(x.size());
-    for (size_t i = 0; i < x.size(); ++i) sum[i] = double(x[i]) + r[i];
-    const std::vector<float> x_after = download_f32(xb.range());
-    const std::vector<float> y = download_f32(yb.range());
-    const double e_add = nmse(x_after, sum);
-    // The norm of the f32 sum (what a separate add then rms_norm would see).
-    const std::vector<double> x_f32(x_after.begin(), x_after.end());
-    const double e_norm = nmse(y, ref_rms_norm(x_f32, w, d, a.eps, offset));
-    std::printf("  add NMSE %.3e, norm NMSE %.3e\n", e_add, e_norm);
-    EXPECT_LT(e_add, kAddNmse);
-    EXPECT_EQ(count_non_finite(y), 0u);
-    EXPECT_LT(e_norm, kNormNmse);
+    testing::run_op_case(dev(), rec(), add_rms_norm_case(offset, rows, d));
   }
 }
 
 TEST_F(FusedTest, AddRmsNormRejectsOverlappingOutput) {
-  Buffer a = alloc(4096);
+  runtime::Buffer a = alloc(4096);
   runtime::AddRmsNormArgs r;
   r.x = a.range().sub(0, 1024);
   r.res = a.range().sub(1024, 1024);
@@ -124,66 +129,68 @@ TEST_F(FusedTest, AddRmsNormRejectsOverlappingOutput) {
       << s.message();
 }
 
-TEST_F(FusedTest, SoftcapMatchesDoubleReference) {
-  const uint32_t n = 3001;
+// y = softcap(x), then x = softcap(x) in place, in one submission.
+OpCase softcap_case(uint32_t n, float cap) {
   std::mt19937 rng(11);
   std::vector<float> x = random_f32(rng, n, -100.0f, 100.0f);
   x[0] = 1e30f;  // saturates to +cap, no NaN
   x[1] = -1e30f;
   x[2] = 0.0f;
-  const float cap = 30.0f;
-  Buffer xb = upload(x, "logits");
-  Buffer yb = poisoned_f32(n);
-  ASSERT_TRUE(runtime::record_softcap(rec(), xb.range(), yb.range(), n, cap, "final").ok());
-  ASSERT_TRUE(runtime::record_softcap(rec(), xb.range(), xb.range(), n, cap, "in place").ok());
-  run();
   std::vector<double> ref(n);
   for (uint32_t i = 0; i < n; ++i) ref[i] = cap * std::tanh(double(x[i]) / cap);
-  for (const runtime::BufferRange& r : {yb.range(), xb.range()}) {
-    const std::vector<float> y = download_f32(r);
-    EXPECT_EQ(count_non_finite(y), 0u);
-    const double e = nmse(y, ref);
-    std::printf("  softcap NMSE %.3e\n", e);
-    EXPECT_LT(e, kTranscendentalNmse);
-  }
+  OpCase oc;
+  oc.name = std::string("softcap n=") + std::to_string(n) + " cap=" + std::to_string(int(cap));
+  oc.inputs = {testing::f32_input("logits", {n}, x)};
+  oc.outputs = {testing::f32_output("y", {n}, ref, Tolerance::nmse(kTranscendentalNmse)),
+                testing::f32_output("logits (in place)", {n}, ref, Tolerance::nmse(kTranscendentalNmse), "logits")};
+  oc.record = [n, cap](runtime::Recorder& rec, const OpBindings& b) {
+    RDRR_RETURN_IF_ERROR(runtime::record_softcap(rec, b["logits"], b["y"], n, cap, "final"));
+    return runtime::record_softcap(rec, b["logits"], b["logits"], n, cap, "in place");
+  };
+  return oc;
+}
+
+TEST_F(FusedTest, SoftcapMatchesDoubleReference) {
+  const uint32_t n = 3001;
+  testing::run_op_case(dev(), rec(), softcap_case(n, 30.0f));
+  runtime::Buffer xb = alloc(n * 4);
+  runtime::Buffer yb = alloc(n * 4);
   const Status s = runtime::record_softcap(rec(), xb.range(), yb.range(), n, 0.0f, "final");
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("softcap final [n=3001]: cap 0.000000 must be finite and > 0"), std::string::npos)
       << s.message();
 }
 
-TEST_F(FusedTest, SplitGluReadsGateThenUpPerToken) {
-  const uint32_t n_ff = 300, tokens = 3;
+// out[t][i] = act(gate_up[t][i]) * gate_up[t][n_ff + i]; the guard words past out catch stray writes.
+OpCase glu_split_case(runtime::Activation act, uint32_t n_ff, uint32_t tokens) {
   std::mt19937 rng(21);
   const std::vector<float> gu = random_f32(rng, 2 * n_ff * tokens, -6.0f, 6.0f);
-  Buffer gb = upload(gu, "gate_up");
-  for (runtime::Activation act : {runtime::Activation::kSilu, runtime::Activation::kGeluTanh}) {
-    Buffer out = poisoned_f32(n_ff * tokens + 4);
-    ASSERT_TRUE(runtime::record_glu_split(rec(), act, gb.range(), out.range().sub(0, n_ff * tokens * 4), n_ff, tokens).ok());
-    run();
-    std::vector<float> y = download_f32(out.range());
-    for (uint32_t i = n_ff * tokens; i < n_ff * tokens + 4; ++i) {
-      uint32_t bits = 0;
-      std::memcpy(&bits, &y[i], 4);
-      EXPECT_EQ(bits, runtime::testing::kPoisonBits) << "stray write at " << i;
+  const bool is_silu = act == runtime::Activation::kSilu;
+  std::vector<double> ref(n_ff * tokens);
+  for (uint32_t t = 0; t < tokens; ++t) {
+    for (uint32_t i = 0; i < n_ff; ++i) {
+      const double g = gu[t * 2 * n_ff + i];
+      const double u = gu[t * 2 * n_ff + n_ff + i];
+      ref[t * n_ff + i] = (is_silu ? testing::silu(g) : testing::gelu_tanh(g)) * u;
     }
-    y.resize(n_ff * tokens);
-    std::vector<double> ref(n_ff * tokens);
-    for (uint32_t t = 0; t < tokens; ++t) {
-      for (uint32_t i = 0; i < n_ff; ++i) {
-        const double g = gu[t * 2 * n_ff + i];
-        const double u = gu[t * 2 * n_ff + n_ff + i];
-        const double a = act == runtime::Activation::kSilu
-                             ? g / (1.0 + std::exp(-g))
-                             : 0.5 * g * (1.0 + std::tanh(0.7978845608028654 * (g + 0.044715 * g * g * g)));
-        ref[t * n_ff + i] = a * u;
-      }
-    }
-    EXPECT_EQ(count_non_finite(y), 0u);
-    const double e = nmse(y, ref);
-    std::printf("  glu_split NMSE %.3e\n", e);
-    EXPECT_LT(e, kTranscendentalNmse);
   }
+  OpCase oc;
+  oc.name = std::string("glu_split ") + (is_silu ? "silu" : "gelu_tanh") + " n_ff=" + std::to_string(n_ff) +
+            " tokens=" + std::to_string(tokens);
+  oc.inputs = {testing::f32_input("gate_up", {tokens, 2 * n_ff}, gu)};
+  oc.outputs = {testing::f32_output("out", {tokens, n_ff}, ref, Tolerance::nmse(kTranscendentalNmse))};
+  oc.record = [=](runtime::Recorder& rec, const OpBindings& b) {
+    return runtime::record_glu_split(rec, act, b["gate_up"], b["out"], n_ff, tokens);
+  };
+  return oc;
+}
+
+TEST_F(FusedTest, SplitGluReadsGateThenUpPerToken) {
+  const uint32_t n_ff = 300, tokens = 3;
+  for (runtime::Activation act : {runtime::Activation::kSilu, runtime::Activation::kGeluTanh}) {
+    testing::run_op_case(dev(), rec(), glu_split_case(act, n_ff, tokens));
+  }
+  runtime::Buffer gb = alloc(2 * n_ff * tokens * 4);
   const Status s = runtime::record_glu_split(rec(), runtime::Activation::kSilu, gb.range(), gb.range(), n_ff, 1, "ffn");
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("glu_split ffn [n_ff=300 tokens=1]: out overlaps gate_up"), std::string::npos)

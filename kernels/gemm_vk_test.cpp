@@ -1,9 +1,10 @@
 // GEMM differential tests: GPU Y = X W^T with W packed (F32, F16, Q8_0, Q6_K, Q4_K in every layout the gemm
 // kernels accept) against the same product in double on the exactly-dequantized weights. M covers 1, 3, 17
 // and 64 rows, K is odd (padding inside blocks, masked K tiles), N is off the tile and off 256; Y is
-// NaN-poisoned first and a few elements past M * N must stay poisoned (no stray writes). The
-// cooperative-matrix variants (*_cm, f16 products) run where the device has them (GemmCoopmatTest; skipped on
-// lavapipe, which has no cooperative matrices); every other case pins the f32 kernels.
+// NaN-poisoned first and guard words past M * N must stay poisoned (no stray writes): the cases are OpCases
+// (op_test_util.h). The cooperative-matrix variants (*_cm, f16 products) run where the device has them
+// (GemmCoopmatTest; skipped on lavapipe, which has no cooperative matrices); every other case pins the f32
+// kernels.
 #include <cmath>
 #include <cstring>
 #include <memory>
@@ -11,6 +12,7 @@
 #include <string>
 
 #include "kernels/kernel_test_ref.h"
+#include "kernels/op_test_util.h"
 #include "runtime/ops.h"
 #include "runtime/vk_test_fixture.h"
 
@@ -21,6 +23,10 @@ using quant::DType;
 using quant::Layout;
 using runtime::GemmTuning;
 using runtime::testing::VulkanTest;
+using testing::OpBindings;
+using testing::OpCase;
+using testing::OpOutcome;
+using testing::Tolerance;
 
 // NMSE bound vs the double reference on the dequantized weights: the kernel decodes every weight exactly
 // and accumulates in f32, so only f32 rounding remains (about 1e-14 on lavapipe); one wrong weight or index
@@ -55,77 +61,49 @@ std::string case_text(const GemmCase& c) {
 std::string case_name(const ::testing::TestParamInfo<GemmCase>& info) { return case_text(info.param); }
 void PrintTo(const GemmCase& c, std::ostream* os) { *os << case_text(c); }
 
-struct GemmOutcome {
-  double nmse = INFINITY;
-  uint32_t dispatches = 0;
-};
-
-GemmOutcome run_gemm_case(runtime::Device& dev, runtime::Recorder& rec, const GemmCase& c, uint32_t seed) {
+// One case on the device, compared with bound `nmse`: w at c.w_offset in its buffer, x bound with a tail of
+// large values past M * K (reads beyond x show).
+OpCase gemm_case(const GemmCase& c, uint32_t seed, double nmse) {
   std::mt19937 rng(seed);
   const testing::PackedWeight w = testing::random_weight(rng, c.dtype, c.layout, c.n, c.k);
   const std::vector<float> x = runtime::testing::random_f32(rng, size_t{c.m} * c.k);
-  constexpr uint32_t kGuard = 7;
-  std::vector<std::byte> wbytes(c.w_offset + w.bytes.size(), std::byte{0x33});
-  std::memcpy(wbytes.data() + c.w_offset, w.bytes.data(), w.bytes.size());
-  auto wb = dev.allocate(wbytes.size(), "w");
-  std::vector<float> x_guarded = x;  // a tail of large values past M * K: reads beyond x show
+  std::vector<float> x_guarded = x;
   x_guarded.resize(x.size() + 61, 1000.0f);
-  auto xb = dev.allocate(x_guarded.size() * 4, "x");
-  const size_t y_elems = size_t{c.m} * c.n;
-  auto yb = dev.allocate((y_elems + kGuard) * 4, "y");
-  EXPECT_TRUE(wb.ok() && xb.ok() && yb.ok());
-  EXPECT_TRUE(dev.upload(wb->range(), wbytes).ok());
-  EXPECT_TRUE(dev.upload(xb->range(), std::as_bytes(std::span(x_guarded))).ok());
-  EXPECT_TRUE(dev.fill(yb->range(), runtime::testing::kPoisonBits).ok());
-  runtime::GemmArgs args;
-  args.w = wb->range().sub(c.w_offset, w.bytes.size());
-  args.dtype = c.dtype;
-  args.layout = c.layout;
-  args.n_rows = c.n;
-  args.k = c.k;
-  args.m_rows = c.m;
-  args.x = xb->range();
-  args.y = yb->range().sub(0, y_elems * 4);
-  args.tuning = c.tuning;
-  args.cooperative_matrix = c.automatic_cm;
-  std::string forced;
-  if (c.coopmat) {
-    forced = std::string(find_kernel(Op::kGemm, c.dtype, c.layout)->name) + "_cm";
-    args.kernel = forced;
-  }
-  const Status s = runtime::record_gemm(rec, args);
-  EXPECT_TRUE(s.ok()) << s.to_string();
-  auto r = rec.submit_and_wait();
-  EXPECT_TRUE(r.ok()) << r.status().to_string();
-  GemmOutcome out;
-  out.dispatches = r.ok() ? r->dispatches : 0;
-  std::vector<float> y(y_elems + kGuard);
-  EXPECT_TRUE(dev.download(yb->range(), std::as_writable_bytes(std::span(y))).ok());
-  for (size_t i = y_elems; i < y.size(); ++i) {
-    uint32_t bits = 0;
-    std::memcpy(&bits, &y[i], 4);
-    EXPECT_EQ(bits, runtime::testing::kPoisonBits) << "stray write at y[" << i << "]";
-  }
-  y.resize(y_elems);
-  EXPECT_EQ(runtime::testing::count_non_finite(y), 0u) << "unwritten or non-finite outputs";
   std::vector<double> ref;
-  ref.reserve(y_elems);
+  ref.reserve(size_t{c.m} * c.n);
   for (uint32_t row = 0; row < c.m; ++row) {
-    const std::vector<double> yr =
-        testing::reference_gemv(w, std::span(x).subspan(size_t{row} * c.k, c.k), c.n, c.k);
+    const std::vector<double> yr = testing::reference_gemv(w, std::span(x).subspan(size_t{row} * c.k, c.k), c.n, c.k);
     ref.insert(ref.end(), yr.begin(), yr.end());
   }
-  out.nmse = runtime::testing::nmse(y, ref);
-  return out;
+  OpCase oc;
+  oc.name = std::string("gemm ") + case_text(c);
+  oc.inputs = {testing::packed_input("w", c.dtype, c.layout, c.n, c.k, w.bytes, c.w_offset, std::byte{0x33}),
+               testing::f32_input("x", {x_guarded.size()}, x_guarded)};
+  oc.outputs = {testing::f32_output("y", {c.m, c.n}, std::move(ref), Tolerance::nmse(nmse))};
+  const std::string forced = c.coopmat ? std::string(find_kernel(Op::kGemm, c.dtype, c.layout)->name) + "_cm" : "";
+  oc.record = [c, forced](runtime::Recorder& rec, const OpBindings& b) {
+    runtime::GemmArgs args;
+    args.w = b["w"];
+    args.dtype = c.dtype;
+    args.layout = c.layout;
+    args.n_rows = c.n;
+    args.k = c.k;
+    args.m_rows = c.m;
+    args.x = b["x"];
+    args.y = b["y"];
+    args.tuning = c.tuning;
+    args.cooperative_matrix = c.automatic_cm;
+    if (!forced.empty()) args.kernel = forced;
+    return runtime::record_gemm(rec, args);
+  };
+  return oc;
 }
 
 class GemmTest : public VulkanTest, public ::testing::WithParamInterface<GemmCase> {};
 
 TEST_P(GemmTest, MatchesDoubleReference) {
   const GemmCase& c = GetParam();
-  const GemmOutcome o = run_gemm_case(dev(), rec(), c, 3000 + c.m * 131 + c.n * 7 + c.k);
-  std::printf("  NMSE %.3e over %u dispatches\n", o.nmse, o.dispatches);
-  EXPECT_LT(o.nmse, kGemmNmse);
+  const OpOutcome o = testing::run_op_case(dev(), rec(), gemm_case(c, 3000 + c.m * 131 + c.n * 7 + c.k, kGemmNmse));
   EXPECT_EQ(o.dispatches, 1u);
 }
 
@@ -174,9 +152,7 @@ class GemmSplitTest : public VulkanTest, public ::testing::WithParamInterface<Ge
 TEST_P(GemmSplitTest, SplitBindingsMatchDoubleReference) {
   const GemmCase& c = GetParam();
   ASSERT_GT(runtime::packed_weight_bytes(c.dtype, c.layout, c.n, c.k), dev().binding_limit_bytes());
-  const GemmOutcome o = run_gemm_case(dev(), rec(), c, 4000 + c.m + c.n + c.k);
-  std::printf("  NMSE %.3e over %u dispatches\n", o.nmse, o.dispatches);
-  EXPECT_LT(o.nmse, kGemmNmse);
+  const OpOutcome o = testing::run_op_case(dev(), rec(), gemm_case(c, 4000 + c.m + c.n + c.k, kGemmNmse));
   EXPECT_GT(o.dispatches, 1u);
 }
 
@@ -221,9 +197,8 @@ class GemmCoopmatTest : public VulkanTest, public ::testing::WithParamInterface<
 TEST_P(GemmCoopmatTest, MatchesDoubleReference) {
   if (!dev().caps().coopmat_f16_16x16) GTEST_SKIP() << "no VK_NV_cooperative_matrix f16 16x16x16 on this device";
   const GemmCase& c = GetParam();
-  const GemmOutcome o = run_gemm_case(dev(), rec(), c, 5000 + c.m * 131 + c.n * 7 + c.k);
-  std::printf("  NMSE %.3e over %u dispatches\n", o.nmse, o.dispatches);
-  EXPECT_LT(o.nmse, kGemmCoopmatNmse);
+  const OpOutcome o =
+      testing::run_op_case(dev(), rec(), gemm_case(c, 5000 + c.m * 131 + c.n * 7 + c.k, kGemmCoopmatNmse));
   EXPECT_EQ(o.dispatches, 1u);
 }
 
@@ -265,14 +240,17 @@ TEST_F(GemmCoopmatChoice, NeedsMoreThan32RowsAndThePin) {
   GemmCase c{DType::kQ4_K, Layout::kRowWise, 33, 130, 512, {}};
   c.automatic_cm = true;
   auto both = recorder_allowing({"gemm_q4_k", "gemm_q4_k_cm"});
-  const double cm = run_gemm_case(dev(), *both, c, 77).nmse;
+  const double cm = testing::run_op_case(dev(), *both, gemm_case(c, 77, kGemmCoopmatNmse)).errors.at(0);
   EXPECT_GT(cm, 1e-10) << "33 rows, variant pinned: the cooperative-matrix kernel";
-  EXPECT_LT(cm, kGemmCoopmatNmse);
-  c.m = 32;
-  EXPECT_LT(run_gemm_case(dev(), *both, c, 78).nmse, kGemmNmse) << "32 rows: the f32 kernel";
+  {
+    SCOPED_TRACE("32 rows: the f32 kernel");
+    c.m = 32;
+    testing::run_op_case(dev(), *both, gemm_case(c, 78, kGemmNmse));
+  }
+  SCOPED_TRACE("variant not pinned: the f32 kernel");
   c.m = 33;
   auto base_only = recorder_allowing({"gemm_q4_k"});
-  EXPECT_LT(run_gemm_case(dev(), *base_only, c, 79).nmse, kGemmNmse) << "variant not pinned: the f32 kernel";
+  testing::run_op_case(dev(), *base_only, gemm_case(c, 79, kGemmNmse));
 }
 
 class GemmErrors : public VulkanTest {};

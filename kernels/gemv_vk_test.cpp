@@ -1,13 +1,15 @@
 // GEMV differential tests: GPU y = W x with W packed (F32, F16, Q8_0, Q6_K, Q4_K in every layout the kernels
 // accept) against y = W_dequantized x in double on the CPU. Shapes are off the tile sizes, K is odd or not a
-// block multiple (padding inside blocks), outputs are NaN-poisoned first, and a few elements past N must
-// stay poisoned (no stray writes). Q4_K runs the vectorized kernels (gemv_q4k.comp) when its blocks are
-// 16-byte aligned (w offset 64 below; 68 forces the generic gemv.comp path) and, for column_wise, when a
-// split-K scratch is given (NaN-poisoned too, so a missing partial shows).
+// block multiple (padding inside blocks), outputs are NaN-poisoned first, and guard words past N must stay
+// poisoned (no stray writes): the parametrized cases are OpCases (op_test_util.h). Q4_K runs the vectorized
+// kernels (gemv_q4k.comp) when its blocks are 16-byte aligned (w offset 64 below; 68 forces the generic
+// gemv.comp path) and, for column_wise, when a split-K scratch is given (NaN-poisoned too, so a missing
+// partial shows).
 #include <cmath>
 #include <cstring>
 
 #include "kernels/kernel_test_ref.h"
+#include "kernels/op_test_util.h"
 #include "runtime/ops.h"
 #include "runtime/vk_test_fixture.h"
 
@@ -18,6 +20,10 @@ using quant::DType;
 using quant::Layout;
 using runtime::GemvTuning;
 using runtime::testing::VulkanTest;
+using testing::OpBindings;
+using testing::OpCase;
+using testing::OpOutcome;
+using testing::Tolerance;
 
 // NMSE bounds vs the double-precision reference on the exactly-dequantized weights. All paths accumulate in
 // f32, so the error is f32 rounding only (measured: about 1e-14 .. 1e-12 on lavapipe); 1e-9 leaves margin
@@ -58,11 +64,6 @@ std::string case_text(const GemvCase& c) {
 std::string case_name(const ::testing::TestParamInfo<GemvCase>& info) { return case_text(info.param); }
 void PrintTo(const GemvCase& c, std::ostream* os) { *os << case_text(c); }
 
-struct GemvOutcome {
-  double nmse = INFINITY;
-  uint32_t dispatches = 0;
-};
-
 // The bound for a case: the integer-dot kernel runs Q4_K rows when forced or, by default, where the device's
 // packed 8-bit dot products are native.
 double nmse_bound(const runtime::Device& dev, const GemvCase& c) {
@@ -71,66 +72,45 @@ double nmse_bound(const runtime::Device& dev, const GemvCase& c) {
   return rows && dot ? kGemvDotNmse : kGemvNmse;
 }
 
-// Runs one case on the fixture's device.
-GemvOutcome run_gemv_case(runtime::Device& dev, runtime::Recorder& rec, const GemvCase& c, uint32_t seed) {
+// One case on the device: w at c.w_offset in its buffer, x bound with a tail of large values past K (a kernel
+// reading beyond its row picks them up), the split-K scratch NaN-poisoned.
+OpCase gemv_case(const runtime::Device& dev, const GemvCase& c, uint32_t seed) {
   std::mt19937 rng(seed);
   const testing::PackedWeight w = testing::random_weight(rng, c.dtype, c.layout, c.n, c.k);
   const std::vector<float> x = runtime::testing::random_f32(rng, c.k);
-  constexpr uint32_t kGuard = 7;  // elements past N that must stay poisoned
-  std::vector<std::byte> wbytes(c.w_offset + w.bytes.size(), std::byte{0x33});  // tensor at a non-zero offset
-  std::memcpy(wbytes.data() + c.w_offset, w.bytes.data(), w.bytes.size());
-  auto wb = dev.allocate(wbytes.size(), "w");
-  // x is bound with a tail of large values past K: a kernel reading beyond its row picks them up.
   std::vector<float> x_guarded = x;
   x_guarded.resize(x.size() + 61, 1000.0f);
-  auto xb = dev.allocate(x_guarded.size() * 4, "x");
-  auto yb = dev.allocate((c.n + kGuard) * 4, "y");
-  EXPECT_TRUE(wb.ok() && xb.ok() && yb.ok());
-  EXPECT_TRUE(dev.upload(wb->range(), wbytes).ok());
-  EXPECT_TRUE(dev.upload(xb->range(), std::as_bytes(std::span(x_guarded))).ok());
-  EXPECT_TRUE(dev.fill(yb->range(), runtime::testing::kPoisonBits).ok());
-  runtime::GemvArgs args;
-  args.w = wb->range().sub(c.w_offset, w.bytes.size());
-  args.dtype = c.dtype;
-  args.layout = c.layout;
-  args.n_rows = c.n;
-  args.k = c.k;
-  args.x = xb->range();
-  args.y = yb->range().sub(0, c.n * 4);
-  args.tuning = c.tuning;
   const uint64_t scratch_bytes = c.scratch_bytes == kAutoScratch
                                      ? runtime::gemv_scratch_bytes(c.dtype, c.layout, c.n, c.k)
                                      : c.scratch_bytes;
-  Result<runtime::Buffer> sb = dev.allocate(std::max<uint64_t>(scratch_bytes, 4), "scratch");
-  EXPECT_TRUE(sb.ok() && dev.fill(sb->range(), runtime::testing::kPoisonBits).ok());
-  if (scratch_bytes != 0) args.scratch = sb->range().sub(0, scratch_bytes);
-  const Status s = runtime::record_gemv(rec, args);
-  EXPECT_TRUE(s.ok()) << s.to_string();
-  auto r = rec.submit_and_wait();
-  EXPECT_TRUE(r.ok()) << r.status().to_string();
-  GemvOutcome out;
-  out.dispatches = r.ok() ? r->dispatches : 0;
-  std::vector<float> y(c.n + kGuard);
-  EXPECT_TRUE(dev.download(yb->range(), std::as_writable_bytes(std::span(y))).ok());
-  for (uint32_t i = c.n; i < c.n + kGuard; ++i) {
-    uint32_t bits = 0;
-    std::memcpy(&bits, &y[i], 4);
-    EXPECT_EQ(bits, runtime::testing::kPoisonBits) << "stray write at y[" << i << "]";
-  }
-  y.resize(c.n);
-  EXPECT_EQ(runtime::testing::count_non_finite(y), 0u) << "unwritten or non-finite outputs";
-  const std::vector<double> ref = testing::reference_gemv(w, x, c.n, c.k);
-  out.nmse = runtime::testing::nmse(y, ref);
-  return out;
+  OpCase oc;
+  oc.name = std::string("gemv ") + case_text(c);
+  oc.inputs = {testing::packed_input("w", c.dtype, c.layout, c.n, c.k, w.bytes, c.w_offset, std::byte{0x33}),
+               testing::f32_input("x", {x_guarded.size()}, x_guarded)};
+  if (scratch_bytes != 0) oc.inputs.push_back(testing::poisoned_scratch("scratch", scratch_bytes));
+  oc.outputs = {
+      testing::f32_output("y", {c.n}, testing::reference_gemv(w, x, c.n, c.k), Tolerance::nmse(nmse_bound(dev, c)))};
+  oc.record = [c, scratch_bytes](runtime::Recorder& rec, const OpBindings& b) {
+    runtime::GemvArgs args;
+    args.w = b["w"];
+    args.dtype = c.dtype;
+    args.layout = c.layout;
+    args.n_rows = c.n;
+    args.k = c.k;
+    args.x = b["x"];
+    args.y = b["y"];
+    args.tuning = c.tuning;
+    if (scratch_bytes != 0) args.scratch = b["scratch"];
+    return runtime::record_gemv(rec, args);
+  };
+  return oc;
 }
 
 class GemvTest : public VulkanTest, public ::testing::WithParamInterface<GemvCase> {};
 
 TEST_P(GemvTest, MatchesDoubleReference) {
   const GemvCase& c = GetParam();
-  const GemvOutcome o = run_gemv_case(dev(), rec(), c, 1000 + c.n * 7 + c.k);
-  std::printf("  NMSE %.3e over %u dispatches\n", o.nmse, o.dispatches);
-  EXPECT_LT(o.nmse, nmse_bound(dev(), c));
+  const OpOutcome o = testing::run_op_case(dev(), rec(), gemv_case(dev(), c, 1000 + c.n * 7 + c.k));
   // The column split path merges in the same dispatch; a merging call is preceded by the zeroing of its
   // scratch's tickets (once per recording).
   const bool split = c.layout == Layout::kColumnWise && c.scratch_bytes != 0;
@@ -229,9 +209,7 @@ class GemvSplitTest : public VulkanTest, public ::testing::WithParamInterface<Ge
 TEST_P(GemvSplitTest, SplitBindingsMatchDoubleReference) {
   const GemvCase& c = GetParam();
   ASSERT_GT(runtime::packed_weight_bytes(c.dtype, c.layout, c.n, c.k), dev().binding_limit_bytes());
-  const GemvOutcome o = run_gemv_case(dev(), rec(), c, 2000 + c.n + c.k);
-  std::printf("  NMSE %.3e over %u dispatches\n", o.nmse, o.dispatches);
-  EXPECT_LT(o.nmse, nmse_bound(dev(), c));
+  const OpOutcome o = testing::run_op_case(dev(), rec(), gemv_case(dev(), c, 2000 + c.n + c.k));
   EXPECT_GT(o.dispatches, 1u);
 }
 

@@ -1,5 +1,6 @@
 #include "kernels/kernel_test_ref.h"
 
+#include <cmath>
 #include <cstring>
 
 #include "quant/f16.h"
@@ -162,6 +163,24 @@ std::vector<double> reference_gemv(const PackedWeight& w, std::span<const float>
     y[r] = acc;
   }
   return y;
+}
+
+std::vector<double> reference_rms_norm(std::span<const double> x, std::span<const float> w, uint32_t d, float eps,
+                                       float offset) {
+  std::vector<double> y(x.size());
+  for (size_t r = 0; r < x.size() / d; ++r) {
+    double ss = 0.0;
+    for (uint32_t i = 0; i < d; ++i) ss += x[r * d + i] * x[r * d + i];
+    const double scale = 1.0 / std::sqrt(ss / d + double(eps));
+    for (uint32_t i = 0; i < d; ++i) y[r * d + i] = x[r * d + i] * scale * (double(w[i]) + offset);
+  }
+  return y;
+}
+
+double silu(double g) { return g / (1.0 + std::exp(-g)); }
+
+double gelu_tanh(double g) {
+  return 0.5 * g * (1.0 + std::tanh(0.7978845608028654 * (g + 0.044715 * g * g * g)));
 }
 
 }  // namespace rdrr::kernels::testing

@@ -1,5 +1,6 @@
 // CPU references for the kernel differential tests: random packed weights in every dtype/layout the GEMV
-// kernels accept, and their dequantized values in double (the reference the GPU result is compared to).
+// kernels accept, and their dequantized values in double (the reference the GPU result is compared to);
+// the double references shared by several tests (GEMV, RMSNorm, gated activations).
 #pragma once
 
 #include <cstddef>
@@ -32,5 +33,12 @@ PackedWeight random_weight(std::mt19937& rng, quant::DType dtype, quant::Layout 
 
 // y = W x in double.
 std::vector<double> reference_gemv(const PackedWeight& w, std::span<const float> x, uint32_t n_rows, uint32_t k);
+
+// RMSNorm of the rows of d values of x: x / sqrt(mean(x^2) + eps) * (w + offset) (offset 1: Gemma), in double.
+std::vector<double> reference_rms_norm(std::span<const double> x, std::span<const float> w, uint32_t d, float eps,
+                                       float offset);
+// Gate activations in double: SiLU g / (1 + e^-g) and GELU with the tanh approximation.
+double silu(double g);
+double gelu_tanh(double g);
 
 }  // namespace rdrr::kernels::testing

@@ -1,9 +1,15 @@
 // RoPE (interleaved GGUF-llama order and neox rotate-half, full and partial rotary; computed frequencies and
 // CPU frequency tables for llama3 / YaRN / LongRoPE / linear scaling with mscale) vs a double reference; and
-// kv_append_rope (K rotated on its way into the KV cache) vs the two-step path and the same reference.
+// kv_append_rope (K rotated on its way into the KV cache) vs the two-step path and the same reference. The
+// rope cases are OpCases (op_test_util.h); kv_append_rope writes a KV cache (runtime/kv_cache.h) and compares
+// two paths, so it sets up its own buffers.
 #include <cmath>
 #include <cstring>
+#include <functional>
+#include <span>
+#include <string>
 
+#include "kernels/op_test_util.h"
 #include "quant/f16.h"
 #include "runtime/kv_cache.h"
 #include "runtime/ops.h"
@@ -16,10 +22,62 @@ namespace {
 using quant::DType;
 using runtime::Buffer;
 using runtime::testing::VulkanTest;
+using testing::OpBindings;
+using testing::OpCase;
+using testing::Tolerance;
 
 // theta = pos * base^(-2i/n_rot) is formed in f32 (as every GPU RoPE does): at position ~1000 its absolute
 // error is ~1e-4 rad, and Vulkan's sin/cos are a few ulp; measured NMSE ~1e-10 on lavapipe.
 constexpr double kRopeNmse = 1e-7;
+
+// x [tokens, heads, head_dim] rotated in double: the pairs (d0, d1) of the first n_rot dims of each head by
+// theta(t, i) (i < n_rot / 2; interleaved: (2i, 2i+1), neox: (i, i + n_rot / 2)), cos and sin times mscale.
+std::vector<double> reference_rope(std::span<const float> x, const runtime::RopeArgs& a,
+                                   const std::function<double(uint32_t t, uint32_t i)>& theta) {
+  std::vector<double> ref(x.begin(), x.end());
+  const uint32_t n_rot = a.n_rot != 0 ? a.n_rot : a.head_dim;
+  const uint32_t half = n_rot / 2;
+  const bool interleaved = a.mode == runtime::RopeMode::kInterleaved;
+  for (uint32_t t = 0; t < a.n_tokens; ++t) {
+    for (uint32_t h = 0; h < a.n_heads; ++h) {
+      const uint64_t base = (uint64_t{t} * a.n_heads + h) * a.head_dim;
+      for (uint32_t i = 0; i < half; ++i) {
+        const double th = theta(t, i);
+        const uint32_t d0 = interleaved ? 2 * i : i;
+        const uint32_t d1 = interleaved ? 2 * i + 1 : i + half;
+        const double p = x[base + d0], q = x[base + d1], m = a.mscale;
+        ref[base + d0] = (p * std::cos(th) - q * std::sin(th)) * m;
+        ref[base + d1] = (p * std::sin(th) + q * std::cos(th)) * m;
+      }
+    }
+  }
+  return ref;
+}
+
+// One rope call: `shape` holds every scalar argument; inv_freq empty: computed frequencies, else the table.
+OpCase rope_case(std::string name, const runtime::RopeArgs& shape, const std::vector<float>& x,
+                 const std::vector<int32_t>& pos, const std::vector<float>& inv_freq, bool in_place) {
+  const bool table = !inv_freq.empty();
+  const std::vector<double> ref = reference_rope(x, shape, [&](uint32_t t, uint32_t i) {
+    if (table) return pos[t] * double(inv_freq[i]);
+    return pos[t] * double(shape.freq_scale) * std::pow(double(shape.theta_base), -2.0 * i / shape.n_rot);
+  });
+  OpCase oc;
+  oc.name = std::move(name);
+  const std::vector<uint64_t> dims = {shape.n_tokens, shape.n_heads, shape.head_dim};
+  oc.inputs = {testing::f32_input("x", dims, x), testing::i32_input("pos", pos)};
+  if (table) oc.inputs.push_back(testing::f32_input("inv_freq", {inv_freq.size()}, inv_freq));
+  oc.outputs = {testing::f32_output("y", dims, ref, Tolerance::nmse(kRopeNmse), in_place ? "x" : "")};
+  oc.record = [shape, table](runtime::Recorder& rec, const OpBindings& b) {
+    runtime::RopeArgs a = shape;
+    a.x = b["x"];
+    a.pos = b["pos"];
+    a.y = b["y"];
+    if (table) a.inv_freq = b["inv_freq"];
+    return runtime::record_rope(rec, a);
+  };
+  return oc;
+}
 
 struct RopeCase {
   uint32_t tokens, heads, head_dim, n_rot;
@@ -33,17 +91,10 @@ class RopeTest : public VulkanTest, public ::testing::WithParamInterface<RopeCas
 TEST_P(RopeTest, MatchesDoubleReference) {
   const RopeCase c = GetParam();
   std::mt19937 rng(c.head_dim * 7 + c.n_rot);
-  const uint64_t n = uint64_t{c.tokens} * c.heads * c.head_dim;
-  const std::vector<float> x = runtime::testing::random_f32(rng, n);
+  const std::vector<float> x = runtime::testing::random_f32(rng, uint64_t{c.tokens} * c.heads * c.head_dim);
   std::vector<int32_t> pos(c.tokens);
   for (uint32_t t = 0; t < c.tokens; ++t) pos[t] = static_cast<int32_t>(t == 0 ? 0 : (t * 997) % 1500 + 1);
-  Buffer xb = upload(x, "x");
-  Buffer pb = upload(pos, "pos");
-  Buffer yb = c.in_place ? Buffer{} : poisoned_f32(n, "y");
   runtime::RopeArgs a;
-  a.x = xb.range();
-  a.pos = pb.range();
-  a.y = c.in_place ? xb.range() : yb.range();
   a.n_tokens = c.tokens;
   a.n_heads = c.heads;
   a.head_dim = c.head_dim;
@@ -51,29 +102,10 @@ TEST_P(RopeTest, MatchesDoubleReference) {
   a.theta_base = c.base;
   a.freq_scale = c.freq_scale;
   a.mode = c.mode;
-  const Status s = runtime::record_rope(rec(), a);
-  ASSERT_TRUE(s.ok()) << s.to_string();
-  run();
-  const std::vector<float> y = download_f32(a.y);
-  std::vector<double> ref(x.begin(), x.end());
-  const uint32_t half = c.n_rot / 2;
-  for (uint32_t t = 0; t < c.tokens; ++t) {
-    for (uint32_t h = 0; h < c.heads; ++h) {
-      const uint64_t base = (uint64_t{t} * c.heads + h) * c.head_dim;
-      for (uint32_t i = 0; i < half; ++i) {
-        const double theta = pos[t] * double(c.freq_scale) * std::pow(double(c.base), -2.0 * i / c.n_rot);
-        const uint32_t d0 = c.mode == runtime::RopeMode::kInterleaved ? 2 * i : i;
-        const uint32_t d1 = c.mode == runtime::RopeMode::kInterleaved ? 2 * i + 1 : i + half;
-        const double p = x[base + d0], q = x[base + d1];
-        ref[base + d0] = p * std::cos(theta) - q * std::sin(theta);
-        ref[base + d1] = p * std::sin(theta) + q * std::cos(theta);
-      }
-    }
-  }
-  EXPECT_EQ(runtime::testing::count_non_finite(y), 0u);
-  const double e = runtime::testing::nmse(y, ref);
-  std::printf("  NMSE %.3e\n", e);
-  EXPECT_LT(e, kRopeNmse);
+  const std::string name = std::string("rope ") + (c.mode == runtime::RopeMode::kNeox ? "neox" : "interleaved") +
+                           " head_dim=" + std::to_string(c.head_dim) + " n_rot=" + std::to_string(c.n_rot) +
+                           (c.in_place ? " in place" : "");
+  testing::run_op_case(dev(), rec(), rope_case(name, a, x, pos, {}, c.in_place));
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -98,7 +130,6 @@ TEST_F(VulkanTest, RopeWithScalingTablesMatchesDoubleReference) {
                         {RopeScalingType::kLongRope, runtime::RopeMode::kNeox, 96, 64},  // partial rotary
                         {RopeScalingType::kLinear, runtime::RopeMode::kNeox, 32, 32}};
   for (const Case& c : cases) {
-    SCOPED_TRACE(static_cast<int>(c.type));
     runtime::RopeScaling sc;
     sc.type = c.type;
     sc.factor = 8.0;
@@ -109,49 +140,18 @@ TEST_F(VulkanTest, RopeWithScalingTablesMatchesDoubleReference) {
     }
     auto f = runtime::rope_frequencies(sc, 10000.0, c.n_rot, 2048);
     ASSERT_TRUE(f.ok()) << f.status().to_string();
-    const uint32_t tokens = 4, heads = 3;
     std::mt19937 rng(c.head_dim + c.n_rot);
-    const uint64_t n = uint64_t{tokens} * heads * c.head_dim;
-    const std::vector<float> x = runtime::testing::random_f32(rng, n);
-    const std::vector<int32_t> pos = {0, 7, 300, 1999};
-    Buffer xb = upload(x, "x");
-    Buffer pb = upload(pos, "pos");
-    Buffer fb = upload(f->inv_freq, "inv_freq");
-    Buffer yb = poisoned_f32(n, "y");
     runtime::RopeArgs a;
-    a.x = xb.range();
-    a.pos = pb.range();
-    a.y = yb.range();
-    a.n_tokens = tokens;
-    a.n_heads = heads;
+    a.n_tokens = 4;
+    a.n_heads = 3;
     a.head_dim = c.head_dim;
     a.n_rot = c.n_rot;
     a.mode = c.mode;
-    a.inv_freq = fb.range();
     a.mscale = f->mscale;
-    const Status s = runtime::record_rope(rec(), a);
-    ASSERT_TRUE(s.ok()) << s.to_string();
-    run();
-    const std::vector<float> y = download_f32(a.y);
-    std::vector<double> ref(x.begin(), x.end());
-    const uint32_t half = c.n_rot / 2;
-    for (uint32_t t = 0; t < tokens; ++t) {
-      for (uint32_t h = 0; h < heads; ++h) {
-        const uint64_t base = (uint64_t{t} * heads + h) * c.head_dim;
-        for (uint32_t i = 0; i < half; ++i) {
-          const double theta = pos[t] * double(f->inv_freq[i]);
-          const uint32_t d0 = c.mode == runtime::RopeMode::kInterleaved ? 2 * i : i;
-          const uint32_t d1 = c.mode == runtime::RopeMode::kInterleaved ? 2 * i + 1 : i + half;
-          const double p = x[base + d0], q = x[base + d1], m = f->mscale;
-          ref[base + d0] = (p * std::cos(theta) - q * std::sin(theta)) * m;
-          ref[base + d1] = (p * std::sin(theta) + q * std::cos(theta)) * m;
-        }
-      }
-    }
-    EXPECT_EQ(runtime::testing::count_non_finite(y), 0u);
-    const double e = runtime::testing::nmse(y, ref);
-    std::printf("  NMSE %.3e (mscale %.4f)\n", e, f->mscale);
-    EXPECT_LT(e, kRopeNmse);
+    const std::vector<float> x = runtime::testing::random_f32(rng, uint64_t{a.n_tokens} * a.n_heads * c.head_dim);
+    const std::string name = std::string("rope table type=") + std::to_string(static_cast<int>(c.type)) + " head_dim=" +
+                             std::to_string(c.head_dim) + " mscale=" + std::to_string(f->mscale);
+    testing::run_op_case(dev(), rec(), rope_case(name, a, x, {0, 7, 300, 1999}, f->inv_freq, false));
   }
   Buffer small = alloc(64);
   runtime::RopeArgs bad;

@@ -3,23 +3,15 @@
 #include <archive.h>
 #include <archive_entry.h>
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <fstream>
 #include <sstream>
 
+#include "rdrr/test_temp_dir.h"
+
 namespace rdrr {
 namespace {
 namespace fs = std::filesystem;
-
-fs::path temp_dir(std::string_view tag) {
-  static int n = 0;
-  const fs::path d = fs::path(::testing::TempDir()) /
-                     ("rdrr_archive_" + std::string(tag) + "_" + std::to_string(getpid()) + "_" + std::to_string(n++));
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
 
 std::string read_all(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -75,7 +67,8 @@ std::vector<Member> fixture_members(const std::string& prefix) {
 }
 
 TEST(Archive, SuffixesAndStem) {
-  const fs::path d = temp_dir("suffix");
+  const test::TempDir tmp;
+  const fs::path& d = tmp.path();
   for (const char* n : {"m.tar", "m.tar.zst", "m.tzst", "m.tgz", "m.zip"}) {
     std::ofstream(d / n) << "x";
     EXPECT_TRUE(is_archive_path(d / n)) << n;
@@ -89,7 +82,8 @@ TEST(Archive, SuffixesAndStem) {
 }
 
 TEST(Archive, ExtractsEveryFormatByteForByte) {
-  const fs::path d = temp_dir("formats");
+  const test::TempDir tmp;
+  const fs::path& d = tmp.path();
   const fs::path fixture = fs::path(RDRR_FIXTURES_DIR) / "tiny-llama" / "hf";
   struct Case {
     const char* file;
@@ -121,7 +115,8 @@ TEST(Archive, ExtractsEveryFormatByteForByte) {
 }
 
 TEST(Archive, RejectsUnsafeMembers) {
-  const fs::path d = temp_dir("unsafe");
+  const test::TempDir tmp;
+  const fs::path& d = tmp.path();
   struct Case {
     std::vector<Member> members;
     StatusCode code;

@@ -7,13 +7,14 @@
 
 #include "rdrr/io_test_util.h"
 #include "rdrr/sha256.h"
+#include "rdrr/test_temp_dir.h"
 
 namespace rdrr {
 namespace {
 
 using testing_io::make_bytes;
 using testing_io::read_file;
-using testing_io::TempDir;
+using test::TempDir;
 
 TEST(FileIo, ErrnoMapping) {
   EXPECT_EQ(status_code_for_errno(ENOSPC), StatusCode::kNoSpace);

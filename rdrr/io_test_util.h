@@ -1,10 +1,9 @@
-// Test-only helpers for the pack I/O tests: a fresh temporary directory per test, deterministic
+// Test-only helpers for the pack I/O tests (temporary folders: rdrr/test_temp_dir.h): deterministic
 // bytes, whole-file reads, and a scoped RLIMIT_FSIZE (with SIGXFSZ ignored) to simulate a full disk.
 #pragma once
 
 #include <gtest/gtest.h>
 #include <sys/resource.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <csignal>
@@ -14,9 +13,7 @@
 #include <fstream>
 #include <iterator>
 #include <ostream>
-#include <random>
 #include <string>
-#include <system_error>
 #include <vector>
 
 #include "rdrr/placement.h"
@@ -39,29 +36,6 @@ inline void PrintTo(const TensorPlacement& p, std::ostream* os) {
 }  // namespace rdrr
 
 namespace rdrr::testing_io {
-
-// A unique empty directory under the system temp dir, removed (recursively) at scope exit.
-class TempDir {
- public:
-  TempDir() {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    std::string name = "rdrr_io_test_";
-    if (info != nullptr) name += std::string(info->test_suite_name()) + "_" + info->name() + "_";
-    name += std::to_string(::getpid()) + "_" + std::to_string(std::random_device{}());
-    path_ = std::filesystem::temp_directory_path() / name;
-    std::filesystem::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::filesystem::path& path() const { return path_; }
-
- private:
-  std::filesystem::path path_;
-};
 
 // Deterministic pseudo-random bytes (splitmix64), never all zero, so padding checks are meaningful.
 inline std::vector<std::byte> make_bytes(uint64_t seed, size_t n) {

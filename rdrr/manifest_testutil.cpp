@@ -1,9 +1,7 @@
 #include "rdrr/manifest_testutil.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
-#include <atomic>
 #include <fstream>
 
 #include "rdrr/manifest_json.h"
@@ -193,17 +191,6 @@ bool write_pack_files(const Manifest& m, const fs::path& dir) {
   for (const FileRecord& f : m.tokenizer.files) ok = write_sized_file(dir / f.name, f.size_bytes) && ok;
   for (const GoldenFile& g : m.goldens) ok = write_sized_file(dir / g.name, g.size_bytes) && ok;
   return ok;
-}
-
-fs::path make_temp_dir(std::string_view tag) {
-  static std::atomic<int> counter{0};
-  const fs::path dir = fs::temp_directory_path() / ("rdrr_test_" + std::to_string(getpid()) + "_" + std::string(tag) +
-                                                    "_" + std::to_string(counter++));
-  std::error_code ec;
-  fs::remove_all(dir, ec);
-  fs::create_directories(dir, ec);
-  EXPECT_FALSE(ec) << ec.message();
-  return dir;
 }
 
 }  // namespace rdrr::testing

@@ -29,7 +29,4 @@ Manifest tiny_gemma3_manifest(uint64_t shard_cap_bytes = 65536);
 // tokenizer/golden files of the recorded sizes. Returns false (with gtest failures) on I/O errors.
 bool write_pack_files(const Manifest& m, const std::filesystem::path& dir);
 
-// A fresh empty directory under the test temp dir, unique per call.
-std::filesystem::path make_temp_dir(std::string_view tag);
-
 }  // namespace rdrr::testing

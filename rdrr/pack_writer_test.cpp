@@ -10,6 +10,7 @@
 #include "rdrr/io_test_util.h"
 #include "rdrr/sha256.h"
 #include "rdrr/shard_reader.h"
+#include "rdrr/test_temp_dir.h"
 
 namespace rdrr {
 namespace {
@@ -17,7 +18,7 @@ namespace {
 namespace fs = std::filesystem;
 using testing_io::list_dir;
 using testing_io::make_bytes;
-using testing_io::TempDir;
+using test::TempDir;
 
 constexpr uint64_t kS = 4096;
 

@@ -6,12 +6,13 @@
 #include <vector>
 
 #include "rdrr/io_test_util.h"
+#include "rdrr/test_temp_dir.h"
 
 namespace rdrr {
 namespace {
 
 using testing_io::make_bytes;
-using testing_io::TempDir;
+using test::TempDir;
 
 // FIPS 180-2 / NIST example vectors.
 constexpr const char* kEmpty = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";

@@ -10,12 +10,13 @@
 #include "rdrr/io_test_util.h"
 #include "rdrr/sha256.h"
 #include "rdrr/shard_writer.h"
+#include "rdrr/test_temp_dir.h"
 
 namespace rdrr {
 namespace {
 
 using testing_io::make_bytes;
-using testing_io::TempDir;
+using test::TempDir;
 
 constexpr uint64_t kS = 4096;
 

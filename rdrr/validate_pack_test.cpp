@@ -8,6 +8,7 @@
 #include "rdrr/manifest_testutil.h"
 #include "rdrr/pack_writer.h"
 #include "rdrr/sha256.h"
+#include "rdrr/test_temp_dir.h"
 #include "rdrr/validate.h"
 
 namespace rdrr {
@@ -24,15 +25,11 @@ class PackTest : public ::testing::Test {
  protected:
   void SetUp() override {
     manifest_ = testing::tiny_gemma3_manifest();
-    dir_ = testing::make_temp_dir("pack");
     ASSERT_TRUE(testing::write_pack_files(manifest_, dir_));
   }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
+  test::TempDir tmp_;
   Manifest manifest_;
-  fs::path dir_;
+  fs::path dir_ = tmp_.path();
 };
 
 TEST_F(PackTest, ValidPackPassesAndReads) {
@@ -123,12 +120,12 @@ TEST_F(PackTest, SymlinkedFileRejected) {
 }
 
 TEST_F(PackTest, SymlinkedGoldenDirRejected) {
-  const fs::path elsewhere = testing::make_temp_dir("golden_elsewhere");
+  const test::TempDir elsewhere_dir;
+  const fs::path& elsewhere = elsewhere_dir.path();
   fs::rename(dir_ / "golden", elsewhere / "golden");
   fs::create_directory_symlink(elsewhere / "golden", dir_ / "golden");
   ExpectError(validate_pack(manifest_, dir_), StatusCode::kValidation,
               "golden: not a directory (links are not allowed)");
-  fs::remove_all(elsewhere);
 }
 
 TEST_F(PackTest, ReadManifestFileValidates) {
@@ -141,7 +138,8 @@ TEST_F(PackTest, ReadManifestFileValidates) {
 // The pack writer (placement rule of SPEC.md section 4) and the validator agree: a pack written by
 // PackWriter passes validate_pack with real hashes, and read_manifest_file returns the same manifest.
 TEST(PackWriterIntegration, WrittenPackValidatesWithHashes) {
-  const fs::path root = testing::make_temp_dir("writer");
+  const test::TempDir tmp;
+  const fs::path& root = tmp.path();
   Manifest m = testing::tiny_gemma3_manifest();
   PackWriterOptions options;
   options.shard_size_bytes = 65536;
@@ -180,8 +178,6 @@ TEST(PackWriterIntegration, WrittenPackValidatesWithHashes) {
   check.check_sha256 = true;
   EXPECT_TRUE(validate_pack(*read, root / "pack", check).ok())
       << validate_pack(*read, root / "pack", check).to_string();
-  std::error_code ec;
-  fs::remove_all(root, ec);
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 // Test helpers for the rdrr-convert end-to-end tests: run the built binary (RDRR_CONVERT_BIN), temp
-// folders, file reads, and decoding a packed tensor back to float32.
+// folders (rdrr/test_temp_dir.h), file reads, and decoding a packed tensor back to float32.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -10,7 +10,6 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -18,6 +17,7 @@
 #include "quant/layout.h"
 #include "rdrr/manifest.h"
 #include "rdrr/shard_reader.h"
+#include "rdrr/test_temp_dir.h"
 
 namespace rdrr::convert_test {
 
@@ -27,33 +27,7 @@ inline fs::path fixtures() { return RDRR_FIXTURES_DIR; }
 inline fs::path hf_dir(const std::string& model) { return fixtures() / model / "hf"; }
 inline fs::path gguf_file(const std::string& model) { return fixtures() / model / "gguf" / (model + "-q4_k_m.gguf"); }
 
-// A unique empty folder, removed (recursively) at scope exit.
-class TempDir {
- public:
-  TempDir() {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    std::string name = "rdrr_convert_test_";
-    if (info != nullptr) name += std::string(info->test_suite_name()) + "_" + info->name() + "_";
-    for (char& c : name) {
-      if (c == '/') c = '_';
-    }
-    name += std::to_string(::getpid()) + "_" + std::to_string(std::random_device{}());
-    path_ = fs::temp_directory_path() / name;
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::permissions(path_, fs::perms::owner_all, fs::perm_options::add, ec);
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const fs::path& path() const { return path_; }
-  fs::path operator/(const std::string& s) const { return path_ / s; }
-
- private:
-  fs::path path_;
-};
+using ::rdrr::test::TempDir;
 
 inline std::string read_text(const fs::path& p) {
   std::ifstream f(p, std::ios::binary);
@@ -86,9 +60,8 @@ struct RunResult {
 
 // Runs rdrr-convert with `args` through /bin/sh; `prefix` is shell code run first (e.g. "ulimit -f 64;").
 inline RunResult run_convert(const std::vector<std::string>& args, const std::string& prefix = "") {
-  static int counter = 0;
-  const fs::path base = fs::temp_directory_path() /
-                        ("rdrr_convert_run_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+  const TempDir io("convert_run");  // the child's stdout and stderr
+  const fs::path base = io / "run";
   // Appends only (GCC 12 -O3 reports a false -Wrestrict on `"lit" + std::string&&`).
   std::string cmd = prefix;
   cmd += " exec ";
@@ -106,8 +79,6 @@ inline RunResult run_convert(const std::vector<std::string>& args, const std::st
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   r.out = read_text(base.string() + ".out");
   r.err = read_text(base.string() + ".err");
-  fs::remove(base.string() + ".out");
-  fs::remove(base.string() + ".err");
   return r;
 }
 

@@ -16,12 +16,12 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "convert/converter.h"
 #include "rdrr/manifest_json.h"
+#include "rdrr/test_temp_dir.h"
 #include "runtime/executor.h"
 #include "runtime/pack.h"
 #include "runtime/vk_test_fixture.h"
@@ -44,21 +44,10 @@ struct Variant {
 };
 void PrintTo(const Variant& v, std::ostream* os) { *os << v.name; }
 
-// Scratch folder for the converted packs of this process, removed at exit.
-// The path is never destroyed, so the atexit handler (which runs after static destructors of objects
-// constructed before its registration) can still read it.
-fs::path scratch_root() {
-  static const fs::path* const root = [] {
-    auto* p = new fs::path(fs::temp_directory_path() / ("rdrr_executor_test_" + std::to_string(::getpid()) + "_" +
-                                                       std::to_string(std::random_device{}())));
-    fs::create_directories(*p);
-    std::atexit([] {
-      std::error_code ec;
-      fs::remove_all(scratch_root(), ec);
-    });
-    return p;
-  }();
-  return *root;
+// Scratch folder for the converted packs of this process, removed at exit (by the creating process only).
+const fs::path& scratch_root() {
+  static const test::TempDir root("executor_test");
+  return root.path();
 }
 
 // The pack folder of a variant, converted once per process by the converter, which writes the

@@ -5,11 +5,13 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <memory>
 #include <sstream>
 
 #include "convert/converter.h"
 #include "rdrr/archive.h"
 #include "rdrr/manifest_json.h"
+#include "rdrr/test_temp_dir.h"
 #include "rdrr/validate.h"
 
 namespace rdrr {
@@ -26,9 +28,8 @@ std::string read_all(const fs::path& p) {
 class PackArchive : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    dir_ = fs::path(::testing::TempDir()) / ("rdrr_pack_archive_" + std::to_string(::getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
+    tmp_ = std::make_unique<test::TempDir>("pack_archive");
+    dir_ = tmp_->path();
     convert::ConvertOptions o;
     o.src = fs::path(RDRR_FIXTURES_DIR) / "tiny-llama" / "hf";
     o.out = dir_ / "pack";
@@ -37,9 +38,11 @@ class PackArchive : public ::testing::Test {
     Result<convert::ConvertReport> r = convert::convert_model(o);
     ASSERT_TRUE(r.ok()) << r.status().to_string();
   }
-  static void TearDownTestSuite() { fs::remove_all(dir_); }
+  static void TearDownTestSuite() { tmp_.reset(); }
+  static std::unique_ptr<test::TempDir> tmp_;
   static fs::path dir_;
 };
+std::unique_ptr<test::TempDir> PackArchive::tmp_;
 fs::path PackArchive::dir_;
 
 TEST_F(PackArchive, ReproducibleAndReadableAsAPack) {

@@ -17,13 +17,13 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "convert/converter.h"
 #include "rdrr/manifest_json.h"
 #include "rdrr/sha256.h"
+#include "rdrr/test_temp_dir.h"
 #include "runtime/executor.h"
 #include "runtime/pack.h"
 #include "runtime/vk_test_fixture.h"
@@ -39,22 +39,10 @@ namespace fs = std::filesystem;
 using runtime::Executor;
 using runtime::Pack;
 
-// Scratch folder of this process, removed at exit. The exit handler is registered after `root` is
-// constructed, so it runs before root's destructor (registering it inside the initializer would run it
-// after, reading a destroyed path).
-fs::path scratch_root() {
-  static const fs::path root = [] {
-    fs::path p = fs::temp_directory_path() /
-                 ("rdrr_textgen_test_" + std::to_string(::getpid()) + "_" + std::to_string(std::random_device{}()));
-    fs::create_directories(p);
-    return p;
-  }();
-  static const bool cleanup_registered = std::atexit([] {
-    std::error_code ec;
-    fs::remove_all(scratch_root(), ec);
-  }) == 0;
-  (void)cleanup_registered;
-  return root;
+// Scratch folder of this process, removed at exit (by the creating process only).
+const fs::path& scratch_root() {
+  static const test::TempDir root("textgen_test");
+  return root.path();
 }
 
 // The fixture model as an f32 pack with an F32 KV cache, converted once per process.

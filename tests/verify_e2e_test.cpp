@@ -25,6 +25,7 @@
 #include "rdrr/manifest_json.h"
 #include "rdrr/sha256.h"
 #include "rdrr/shard_reader.h"
+#include "rdrr/test_temp_dir.h"
 #include "runtime/device.h"
 #include "verify/gates.h"
 #include "verify/calibration.h"
@@ -36,28 +37,20 @@ namespace {
 namespace fs = std::filesystem;
 const fs::path kFixtures = RDRR_FIXTURES_DIR;
 
-fs::path scratch() {
-  static const fs::path dir = [] {
-    fs::path d = fs::temp_directory_path() / ("rdrr_verify_e2e_" + std::to_string(::getpid()));
-    fs::remove_all(d);
-    fs::create_directories(d);
-    return d;
-  }();
-  return dir;
+// Scratch folder of this process, removed at exit (by the creating process only).
+const fs::path& scratch() {
+  static const test::TempDir dir("verify_e2e");
+  return dir.path();
 }
 
 std::unique_ptr<runtime::Device>& device_slot();
 
-// Releases the shared device and removes the scratch folder when the binary ends.
-class ScratchCleanup : public ::testing::Environment {
+// Releases the shared device when the binary ends.
+class DeviceRelease : public ::testing::Environment {
  public:
-  void TearDown() override {
-    device_slot().reset();
-    std::error_code ec;
-    fs::remove_all(scratch(), ec);
-  }
+  void TearDown() override { device_slot().reset(); }
 };
-const auto* const kCleanup = ::testing::AddGlobalTestEnvironment(new ScratchCleanup);
+const auto* const kCleanup = ::testing::AddGlobalTestEnvironment(new DeviceRelease);
 
 struct Case {
   std::string model;

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <vector>
 
+#include "rdrr/test_temp_dir.h"
 #include "tokenizer/tokenizer.h"
 
 namespace rdrr::tok {
@@ -167,8 +168,8 @@ TEST(ChatTemplate, SyntaxErrorsNameTheLine) {
 
 TEST(ChatTemplate, LoadFromTokenizerConfig) {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() / ("rdrr_chat_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
+  const test::TempDir tmp;
+  const fs::path& dir = tmp.path();
   // The fixture checkpoints have no chat template: kNotFound naming where it looked.
   auto none = load_chat_template(fs::path(RDRR_FIXTURES_DIR) / "tiny-llama" / "hf");
   ASSERT_FALSE(none.ok());
@@ -197,7 +198,6 @@ TEST(ChatTemplate, LoadFromTokenizerConfig) {
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().code(), StatusCode::kSchema);
   EXPECT_NE(bad.status().message().find("/chat_template"), std::string::npos);
-  fs::remove_all(dir);
 }
 
 // encode_chat: the template writes BOS; encoding adds none, so "<s>" appears once, and "</s>" in the

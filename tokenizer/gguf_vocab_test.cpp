@@ -7,6 +7,7 @@
 #include "convert/gguf.h"
 #include "convert/model_config.h"
 #include "rdrr/manifest_json.h"
+#include "rdrr/test_temp_dir.h"
 #include "tokenizer/fixture_test_util.h"
 
 namespace rdrr::tok {
@@ -16,8 +17,8 @@ using namespace rdrr::tok::testing;
 namespace fs = std::filesystem;
 
 std::unique_ptr<Tokenizer> load_gguf_vocab(const std::string& model) {
-  const fs::path dir = fs::temp_directory_path() / ("rdrr_tok_" + model + "_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
+  const test::TempDir tmp("tok_" + model);
+  const fs::path& dir = tmp.path();
   auto gguf = convert::GgufFile::open(fixture(model) / "gguf" / (model + "-q4_k_m.gguf"));
   EXPECT_TRUE(gguf.ok()) << gguf.status().to_string();
   if (!gguf.ok()) return nullptr;
@@ -26,7 +27,6 @@ std::unique_ptr<Tokenizer> load_gguf_vocab(const std::string& model) {
   if (!text.ok()) return nullptr;
   std::ofstream(dir / "tokenizer.gguf.json", std::ios::binary) << *text;
   auto tok = load_tokenizer(dir);
-  fs::remove_all(dir);
   EXPECT_TRUE(tok.ok()) << tok.status().to_string();
   if (!tok.ok()) return nullptr;
   EXPECT_EQ((*tok)->source_file(), "tokenizer.gguf.json");
@@ -86,8 +86,8 @@ class ConvertedPack : public ::testing::TestWithParam<std::tuple<std::string, bo
 
 TEST_P(ConvertedPack, LoadsBundledTokenizerWithManifestIds) {
   const auto& [model, from_gguf] = GetParam();
-  const fs::path out = fs::temp_directory_path() / ("rdrr_tok_pack_" + model + (from_gguf ? "_gguf_" : "_hf_") +
-                                                    std::to_string(::getpid()));
+  const test::TempDir tmp;
+  const fs::path out = tmp / "pack";
   convert::ConvertOptions opts;
   opts.src = from_gguf ? fixture(model) / "gguf" / (model + "-q4_k_m.gguf") : fixture(model) / "hf";
   opts.out = out;
@@ -107,7 +107,6 @@ TEST_P(ConvertedPack, LoadsBundledTokenizerWithManifestIds) {
   EXPECT_EQ((*tok)->eos_ids(), eos);
   expect_golden_encodings(**tok, model);
   expect_golden_decodes(**tok, model);
-  fs::remove_all(out);
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, ConvertedPack,

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "rdrr/test_temp_dir.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/utf8.h"
 
@@ -18,22 +19,13 @@ using nlohmann::json;
 constexpr const char* kQwen2Split =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 
-class TempDir {
- public:
-  TempDir() : path_(fs::temp_directory_path() / ("rdrr_tok_synth_" + std::to_string(::getpid()) + "_" + std::to_string(counter_++))) {
-    fs::create_directories(path_);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  const fs::path& path() const { return path_; }
-  fs::path write(const std::string& name, const std::string& text) const {
-    std::ofstream(path_ / name, std::ios::binary) << text;
-    return path_ / name;
-  }
+using test::TempDir;
 
- private:
-  static inline int counter_ = 0;
-  fs::path path_;
-};
+// Writes `text` to dir/name; returns the path.
+fs::path write_text(const TempDir& dir, const std::string& name, const std::string& text) {
+  std::ofstream(dir / name, std::ios::binary) << text;
+  return dir / name;
+}
 
 // Byte-level vocabulary: ids 0..255 are the GPT-2 alphabet characters of bytes 0..255 (so a lone byte's id
 // is the byte), then 256 "he", 257 "Ġt", 258 "Ġthe", 259 "Ġc", 260 "at", 261 "Ġcat", 262 "Ġsat" (no merge
@@ -75,7 +67,7 @@ const std::vector<TokenId> kQwen2Ids = {116, 256, 261, 32, 115, 260, 10, 265, 12
 
 TEST(ByteLevelBpe, Qwen2StyleTokenizerJson) {
   TempDir dir;
-  dir.write("tokenizer.json", qwen2_tokenizer_json().dump());
+  write_text(dir, "tokenizer.json", qwen2_tokenizer_json().dump());
   auto tok = load_tokenizer(dir.path());
   ASSERT_TRUE(tok.ok()) << tok.status().to_string();
   auto ids = (*tok)->encode(kText);
@@ -95,7 +87,7 @@ TEST(ByteLevelBpe, Qwen2StyleTokenizerJson) {
 
 TEST(ByteLevelBpe, StreamHoldsBackSplitCharacters) {
   TempDir dir;
-  dir.write("tokenizer.json", qwen2_tokenizer_json().dump());
+  write_text(dir, "tokenizer.json", qwen2_tokenizer_json().dump());
   auto tok = load_tokenizer(dir.path());
   ASSERT_TRUE(tok.ok());
   StreamDecoder stream(**tok);
@@ -142,7 +134,7 @@ json gguf_json(const std::string& model, const std::string& pre) {
 
 TEST(ByteLevelBpe, GgufGpt2Qwen2AndLlama3Splits) {
   TempDir dir;
-  dir.write("tokenizer.gguf.json", gguf_json("gpt2", "qwen2").dump());
+  write_text(dir, "tokenizer.gguf.json", gguf_json("gpt2", "qwen2").dump());
   auto qwen = load_tokenizer(dir.path());
   ASSERT_TRUE(qwen.ok()) << qwen.status().to_string();
   EXPECT_EQ((*qwen)->model_kind(), "gguf-gpt2");
@@ -153,7 +145,7 @@ TEST(ByteLevelBpe, GgufGpt2Qwen2AndLlama3Splits) {
   EXPECT_EQ((*qwen)->decode(*ids), kText);
 
   // llama-bpe: ignore_merges takes " sat" whole (262); digits go in threes: "123", "4" -> still single bytes.
-  dir.write("tokenizer.gguf.json", gguf_json("gpt2", "llama-bpe").dump());
+  write_text(dir, "tokenizer.gguf.json", gguf_json("gpt2", "llama-bpe").dump());
   auto llama3 = load_tokenizer(dir.path());
   ASSERT_TRUE(llama3.ok()) << llama3.status().to_string();
   auto ids3 = (*llama3)->encode("the sat 1234");
@@ -186,7 +178,7 @@ TEST(MetaspaceBpe, PrependFirstOnly) {
             {"model", {{"type", "BPE"}, {"unk_token", "<unk>"}, {"fuse_unk", true}, {"vocab", vocab},
                        {"merges", json::array({json::array({"\xE2\x96\x81", "a"})})}}}};
   TempDir dir;
-  dir.write("tokenizer.json", t.dump());
+  write_text(dir, "tokenizer.json", t.dump());
   auto tok = load_tokenizer(dir.path());
   ASSERT_TRUE(tok.ok()) << tok.status().to_string();
   // "a b<s>a": first segment "▁a▁b" -> ▁a, ▁, b; after <s> no prepend (not at offset 0): a.
@@ -212,21 +204,21 @@ TEST(TokenizerErrors, MissingFile) {
   auto missing = load_tokenizer(dir.path() / "nope");
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
-  auto other = load_tokenizer_file(dir.write("vocab.txt", "x"));
+  auto other = load_tokenizer_file(write_text(dir, "vocab.txt", "x"));
   ASSERT_FALSE(other.ok());
   EXPECT_EQ(other.status().code(), StatusCode::kUnsupported);
 }
 
 Status load_json_error(const json& j) {
   TempDir dir;
-  dir.write("tokenizer.json", j.dump());
+  write_text(dir, "tokenizer.json", j.dump());
   auto tok = load_tokenizer(dir.path());
   return tok.status();
 }
 
 TEST(TokenizerErrors, MalformedTokenizerJsonNamesTheField) {
   TempDir dir;
-  dir.write("tokenizer.json", "{\"model\": ");
+  write_text(dir, "tokenizer.json", "{\"model\": ");
   auto syntax = load_tokenizer(dir.path());
   ASSERT_FALSE(syntax.ok());
   EXPECT_EQ(syntax.status().code(), StatusCode::kParse);
@@ -273,13 +265,13 @@ TEST(TokenizerErrors, UnknownTypesAreUnsupported) {
 
   TempDir dir;
   json g = gguf_json("bert", "default");
-  dir.write("tokenizer.gguf.json", g.dump());
+  write_text(dir, "tokenizer.gguf.json", g.dump());
   auto tok = load_tokenizer(dir.path());
   ASSERT_FALSE(tok.ok());
   EXPECT_EQ(tok.status().code(), StatusCode::kUnsupported);
   EXPECT_NE(tok.status().message().find("tokenizer.ggml.model"), std::string::npos) << tok.status().message();
   for (const char* name : {"deepseek-coder", "default"}) {
-    dir.write("tokenizer.gguf.json", gguf_json("gpt2", name).dump());
+    write_text(dir, "tokenizer.gguf.json", gguf_json("gpt2", name).dump());
     auto pre = load_tokenizer(dir.path());
     ASSERT_FALSE(pre.ok());
     EXPECT_EQ(pre.status().code(), StatusCode::kUnsupported);
@@ -289,7 +281,7 @@ TEST(TokenizerErrors, UnknownTypesAreUnsupported) {
 
 TEST(TokenizerErrors, InvalidUtf8AndUnknownCharacters) {
   TempDir dir;
-  dir.write("tokenizer.json", qwen2_tokenizer_json().dump());
+  write_text(dir, "tokenizer.json", qwen2_tokenizer_json().dump());
   auto tok = load_tokenizer(dir.path());
   ASSERT_TRUE(tok.ok());
   auto bad = (*tok)->encode("ab\xC3");
@@ -298,7 +290,7 @@ TEST(TokenizerErrors, InvalidUtf8AndUnknownCharacters) {
   EXPECT_NE(bad.status().message().find("byte 2"), std::string::npos);
   // A BPE without byte fallback or unk cannot encode a character outside its vocabulary.
   const json t = {{"model", {{"type", "BPE"}, {"vocab", {{"a", 0}}}, {"merges", json::array()}}}};
-  dir.write("tokenizer.json", t.dump());
+  write_text(dir, "tokenizer.json", t.dump());
   auto small = load_tokenizer(dir.path());
   ASSERT_TRUE(small.ok()) << small.status().to_string();
   auto unk = (*small)->encode("ab");

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <thread>
 
+#include "rdrr/test_temp_dir.h"
 #include "tools/batch_jobs.h"
 #include "tools/batch_report.h"
 #include "tools/batch_run.h"
@@ -12,15 +13,6 @@
 namespace rdrr::batch {
 namespace {
 namespace fs = std::filesystem;
-
-fs::path temp_dir(std::string_view tag) {
-  static int n = 0;
-  const fs::path d = fs::path(::testing::TempDir()) / ("rdrr_batch_" + std::string(tag) + "_" + std::to_string(getpid()) +
-                                                      "_" + std::to_string(n++));
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
 
 void write(const fs::path& p, std::string_view text) {
   fs::create_directories(p.parent_path());
@@ -117,7 +109,8 @@ TEST(BatchJobs, ByteSizes) {
 }
 
 TEST(BatchJobs, FingerprintFollowsSourcesAndFlags) {
-  const fs::path d = temp_dir("fp");
+  const test::TempDir tmp;
+  const fs::path& d = tmp.path();
   write(d / "src/config.json", "{}");
   write(d / "src/sub/model.safetensors", "abc");
   Job job{"a", d / "src", d / "out", {"--quantize", "f16"}, {}, 0};
@@ -143,7 +136,8 @@ TEST(BatchJobs, FingerprintFollowsSourcesAndFlags) {
 }
 
 TEST(BatchRun, ProcessExitCodesAndLogs) {
-  const fs::path d = temp_dir("proc");
+  const test::TempDir tmp;
+  const fs::path& d = tmp.path();
   Result<int> ok = run_process({"/bin/sh", "-c", "echo hello; echo oops >&2; exit 0"}, d / "l.log");
   ASSERT_TRUE(ok.ok());
   EXPECT_EQ(*ok, 0);
@@ -178,7 +172,8 @@ constexpr std::string_view kVerifyOk =
     "echo '{\"pass\": true, \"gates\": [{\"name\": \"structure\", \"status\": \"PASS\"}]}' > \"$3\"";
 
 TEST(BatchRun, RunsSkipsRetriesAndResumes) {
-  const fs::path d = temp_dir("run");
+  const test::TempDir tmp;
+  const fs::path& d = tmp.path();
   write(d / "src/a/config.json", "{}");
   write(d / "src/b/config.json", "{}");
   std::vector<Job> jobs = {{"a", d / "src/a", d / "out/a", {}, {}, 1}, {"b", d / "src/b", d / "out/b", {}, {}, 1},
@@ -219,7 +214,8 @@ TEST(BatchRun, RunsSkipsRetriesAndResumes) {
 }
 
 TEST(BatchRun, FailedJobIsRetriedOnce) {
-  const fs::path d = temp_dir("retry");
+  const test::TempDir tmp;
+  const fs::path& d = tmp.path();
   write(d / "src/a/config.json", "{}");
   std::vector<Job> jobs = {{"a", d / "src/a", d / "out/a", {}, {}, 1}};
   RunOptions o;
@@ -235,7 +231,8 @@ TEST(BatchRun, FailedJobIsRetriedOnce) {
 }
 
 TEST(BatchReport, ShardReportsMerge) {
-  const fs::path d = temp_dir("merge");
+  const test::TempDir tmp;
+  const fs::path& d = tmp.path();
   JobResult a;
   a.index = 1;
   a.name = "b";

@@ -2,7 +2,6 @@
 // naming the affected kernels after an include edit, and sync fixes it. repin on packs written here.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include <array>
 #include <cstdio>
@@ -16,6 +15,7 @@
 #include "graph/graph_plan.h"
 #include "rdrr/manifest_json.h"
 #include "rdrr/manifest_testutil.h"
+#include "rdrr/test_temp_dir.h"
 
 namespace {
 namespace fs = std::filesystem;
@@ -46,8 +46,8 @@ ToolRun run_tool(const std::string& args) {
 }
 
 TEST(RdrrDigests, CheckFailsNamingKernelsAfterIncludeEditAndSyncFixesIt) {
-  const fs::path dir = fs::temp_directory_path() / ("rdrr_digests_cli_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
+  const rdrr::test::TempDir tmp;
+  const fs::path dir = tmp / "kernels";
   fs::copy(RDRR_KERNELS_SOURCE_DIR, dir, fs::copy_options::recursive);
   const std::string flags = "--kernels-dir " + dir.string();
 
@@ -78,12 +78,12 @@ TEST(RdrrDigests, CheckFailsNamingKernelsAfterIncludeEditAndSyncFixesIt) {
   EXPECT_NE(missing.output.find("run rdrr-digests sync"), std::string::npos) << missing.output;
   ToolRun usage = run_tool("frobnicate");
   EXPECT_EQ(usage.exit_code, 2) << usage.output;
-  fs::remove_all(dir);
 }
 
 TEST(RdrrDigests, RepinRewritesStalePacksUnderAFolderAndRefusesBrokenOnes) {
   using rdrr::Manifest;
-  const fs::path root = rdrr::testing::make_temp_dir("rdrr_digests_repin");
+  const rdrr::test::TempDir tmp;
+  const fs::path& root = tmp.path();
   Manifest good = rdrr::testing::tiny_gemma3_manifest();
   good.inference.execution = rdrr::graph::plan_execution_graph(good).value();
   Manifest stale = good;
@@ -126,7 +126,6 @@ TEST(RdrrDigests, RepinRewritesStalePacksUnderAFolderAndRefusesBrokenOnes) {
 
   ToolRun none = run_tool("repin " + (root / "nothing-here").string());
   EXPECT_EQ(none.exit_code, 4) << none.output;
-  fs::remove_all(root);
 }
 
 }  // namespace

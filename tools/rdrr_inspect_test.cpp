@@ -13,7 +13,6 @@
 #include <iterator>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <random>
 #include <string>
 #include <utility>
 #include <vector>
@@ -26,6 +25,7 @@
 #include "quant/layout.h"
 #include "rdrr/manifest_json.h"
 #include "rdrr/shard_reader.h"
+#include "rdrr/test_temp_dir.h"
 #include "tools/pack_inspect.h"
 
 namespace rdrr::tools {
@@ -34,24 +34,7 @@ namespace {
 namespace fs = std::filesystem;
 const fs::path kFixtures = RDRR_FIXTURES_DIR;
 
-class TempDir {
- public:
-  TempDir() {
-    path_ = fs::temp_directory_path() /
-            ("rdrr_inspect_test_" + std::to_string(::getpid()) + "_" + std::to_string(std::random_device{}()));
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
+using test::TempDir;
 
 std::string read_file(const fs::path& p) {
   std::ifstream f(p, std::ios::binary);

@@ -15,7 +15,7 @@
 
 #include "convert/safetensors.h"
 #include "quant/f16.h"
-#include "rdrr/file_io.h"
+#include "rdrr/test_temp_dir.h"
 #include "tools/synthetic_model.h"
 
 namespace rdrr::tools {
@@ -25,14 +25,6 @@ namespace fs = std::filesystem;
 
 class SyntheticModelTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    root_ = fs::temp_directory_path() / ("rdrr-synthetic-test-" + random_hex_suffix());
-    fs::create_directories(root_);
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(root_, ec);
-  }
   SyntheticModelOptions tiny(const std::string& sub, uint64_t seed = 7) const {
     SyntheticModelOptions o;
     o.shape = *synthetic_shape_preset("tiny");
@@ -40,7 +32,8 @@ class SyntheticModelTest : public ::testing::Test {
     o.seed = seed;
     return o;
   }
-  fs::path root_;
+  test::TempDir tmp_;
+  fs::path root_ = tmp_.path();
 };
 
 std::string read_file(const fs::path& p) {

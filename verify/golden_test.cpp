@@ -10,7 +10,7 @@
 #include <random>
 #include <set>
 
-#include <unistd.h>
+#include "rdrr/test_temp_dir.h"
 
 namespace rdrr::verify {
 namespace {
@@ -50,9 +50,8 @@ GoldenSet sample_set(uint64_t vocab, GoldenValueType type) {
   return g;
 }
 
-// Writes the blobs into a fresh folder and returns the manifest listing them.
+// Writes the blobs into `dir` (an empty folder) and returns the manifest listing them.
 Manifest write_blobs(const fs::path& dir, const std::vector<GoldenBlob>& blobs, uint64_t vocab) {
-  fs::remove_all(dir);
   fs::create_directories(dir / "golden");
   Manifest m = small_manifest(vocab);
   for (const GoldenBlob& b : blobs) {
@@ -61,10 +60,6 @@ Manifest write_blobs(const fs::path& dir, const std::vector<GoldenBlob>& blobs, 
     m.goldens.push_back({b.name, b.bytes.size(), std::string(64, '0'), b.kind});
   }
   return m;
-}
-
-fs::path temp_dir(const std::string& name) {
-  return fs::temp_directory_path() / ("rdrr_golden_test_" + name + "_" + std::to_string(::getpid()));
 }
 
 TEST(GoldenPrompts, DeterministicInRangeWithBosAndNoSpecials) {
@@ -128,7 +123,8 @@ TEST(GoldenFormat, RoundTripF32IsExactAndDeterministic) {
   EXPECT_EQ((*blobs)[0].kind, "reference");
   EXPECT_EQ((*blobs)[1].name, "golden/source.p0.logits.f32.zst");
   EXPECT_EQ((*blobs)[1].kind, "logits");
-  const fs::path dir = temp_dir("f32");
+  const test::TempDir tmp;
+  const fs::path& dir = tmp.path();
   const Manifest m = write_blobs(dir, *blobs, 64);
   auto back = read_golden(m, dir);
   ASSERT_TRUE(back.ok()) << back.status().to_string();
@@ -142,7 +138,6 @@ TEST(GoldenFormat, RoundTripF32IsExactAndDeterministic) {
     EXPECT_EQ(back->prompts[p].pack.logits, g.prompts[p].pack.logits);
     EXPECT_EQ(back->prompts[p].pack.greedy_top1_margins, g.prompts[p].pack.greedy_top1_margins);
   }
-  fs::remove_all(dir);
 }
 
 TEST(GoldenFormat, F16ValuesWithinHalfPrecision) {
@@ -150,14 +145,14 @@ TEST(GoldenFormat, F16ValuesWithinHalfPrecision) {
   auto blobs = encode_golden(g);
   ASSERT_TRUE(blobs.ok());
   EXPECT_EQ((*blobs)[1].name, "golden/source.p0.logits.f16.zst");
-  const fs::path dir = temp_dir("f16");
+  const test::TempDir tmp;
+  const fs::path& dir = tmp.path();
   auto back = read_golden(write_blobs(dir, *blobs, 64), dir);
   ASSERT_TRUE(back.ok()) << back.status().to_string();
   const auto& a = g.prompts[1].source.logits;
   const auto& b = back->prompts[1].source.logits;
   ASSERT_EQ(a.size(), b.size());
   for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], std::abs(a[i]) * 1e-3 + 1e-4);
-  fs::remove_all(dir);
 }
 
 TEST(GoldenFormat, EncodeRejectsWrongLogitsSize) {
@@ -172,7 +167,8 @@ TEST(GoldenFormat, ReadErrors) {
   const GoldenSet g = sample_set(64, GoldenValueType::kF32);
   auto blobs = encode_golden(g);
   ASSERT_TRUE(blobs.ok());
-  const fs::path dir = temp_dir("errors");
+  const test::TempDir tmp;
+  const fs::path& dir = tmp.path();
   Manifest m = write_blobs(dir, *blobs, 64);
 
   {  // a logits file not listed in the manifest
@@ -212,7 +208,6 @@ TEST(GoldenFormat, ReadErrors) {
     EXPECT_EQ(s.code(), StatusCode::kSchema);
     EXPECT_NE(s.message().find("version"), std::string::npos) << s.to_string();
   }
-  fs::remove_all(dir);
 }
 
 TEST(Zstd, DecompressChecksTheSize) {

@@ -10,13 +10,12 @@
 #include <fstream>
 #include <iterator>
 #include <nlohmann/json.hpp>
-#include <random>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 #include "convert/converter.h"
 #include "rdrr/manifest_json.h"
+#include "rdrr/test_temp_dir.h"
 #include "verify/calibration.h"
 #include "verify/metrics.h"
 #include "verify/reference_model.h"
@@ -28,24 +27,7 @@ namespace {
 namespace fs = std::filesystem;
 const fs::path kFixtures = RDRR_FIXTURES_DIR;
 
-class TempDir {
- public:
-  TempDir() {
-    path_ = fs::temp_directory_path() /
-            ("rdrr_reference_pack_test_" + std::to_string(::getpid()) + "_" + std::to_string(std::random_device{}()));
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
+using test::TempDir;
 
 struct HfGolden {
   size_t vocab = 0;

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "rdrr/test_temp_dir.h"
 #include "verify/metrics.h"
 #include "verify/reference_model.h"
 
@@ -98,11 +99,9 @@ TEST(ReferenceModel, SameLogitsAtAnyThreadCount) {
 
 // A copy of tiny-llama's config and tokenizer with a model.safetensors holding only the given F32 tensors
 // (zeros), to exercise the loader's checks.
-std::filesystem::path make_broken_checkpoint(const std::string& name,
+std::filesystem::path make_broken_checkpoint(const test::TempDir& tmp,
                                              const std::vector<std::pair<std::string, std::vector<int64_t>>>& tensors) {
-  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / ("rdrr_verify_" + name);
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
+  const std::filesystem::path& dir = tmp.path();
   for (const char* f : {"config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json"}) {
     std::filesystem::copy_file(kFixtures / "tiny-llama" / "hf" / f, dir / f);
   }
@@ -149,7 +148,8 @@ TEST(ReferenceModel, KvCacheExtendMatchesTheWholeSequence) {
 }
 
 TEST(ReferenceModel, WrongTensorShapeIsValidationError) {
-  const auto dir = make_broken_checkpoint("shape", {{"model.embed_tokens.weight", {1024, 255}}});
+  const test::TempDir tmp;
+  const auto dir = make_broken_checkpoint(tmp, {{"model.embed_tokens.weight", {1024, 255}}});
   const Status s = ReferenceModel::load_hf(dir).status();
   EXPECT_EQ(s.code(), StatusCode::kValidation) << s.to_string();
   EXPECT_NE(s.message().find("tensor model.embed_tokens.weight: shape [1024, 255], expected [1024, 256]"),
@@ -158,7 +158,8 @@ TEST(ReferenceModel, WrongTensorShapeIsValidationError) {
 }
 
 TEST(ReferenceModel, MissingTensorIsNotFound) {
-  const auto dir = make_broken_checkpoint("missing", {{"model.embed_tokens.weight", {1024, 256}}});
+  const test::TempDir tmp;
+  const auto dir = make_broken_checkpoint(tmp, {{"model.embed_tokens.weight", {1024, 256}}});
   const Status s = ReferenceModel::load_hf(dir).status();
   EXPECT_EQ(s.code(), StatusCode::kNotFound) << s.to_string();
   EXPECT_NE(s.message().find("model.norm.weight"), std::string::npos) << s.message();
