@@ -42,14 +42,7 @@ Phase op_phase(Section p) {
   return Phase::kLayer;
 }
 
-std::string q(std::string_view s) {
-  std::string out;
-  out.reserve(s.size() + 2);
-  out.push_back('\'');
-  out.append(s);
-  out.push_back('\'');
-  return out;
-}
+std::string q(std::string_view s) { return single_quoted(s); }
 
 std::string lower(std::string_view s) {
   std::string out(s);

@@ -263,6 +263,15 @@ const OpInfo* find_op(std::string_view name) {
   return it != std::end(kOps) && it->name == name ? it : nullptr;
 }
 
+std::string single_quoted(std::string_view s) {
+  std::string out;
+  out.reserve(s.size() + 2);
+  out.push_back('\'');
+  out.append(s);
+  out.push_back('\'');
+  return out;
+}
+
 std::string op_table_markdown() {
   std::string out =
       "| op | phase | weight | kernels | reads | writes | semantics |\n"

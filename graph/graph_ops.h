@@ -133,6 +133,9 @@ struct OpInfo {
 std::span<const OpInfo> all_ops();
 const OpInfo* find_op(std::string_view name);
 
+// 's' in single quotes, as the graph checker's and repin's messages name ops, kernels and tensors.
+std::string single_quoted(std::string_view s);
+
 // The op vocabulary as SPEC.md section 9.2's markdown table (one row per op; its kernels from the registry).
 std::string op_table_markdown();
 

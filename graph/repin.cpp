@@ -7,6 +7,7 @@
 #include <system_error>
 
 #include "graph/graph_check.h"
+#include "graph/graph_ops.h"
 #include "kernels/digest_table.h"
 #include "kernels/registry.h"
 #include "rdrr/file_io.h"
@@ -18,14 +19,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string q(std::string_view s) {
-  std::string out;
-  out.reserve(s.size() + 2);
-  out.push_back('\'');
-  out.append(s);
-  out.push_back('\'');
-  return out;
-}
+std::string q(std::string_view s) { return single_quoted(s); }
 
 bool is_pack(const fs::path& dir) {
   std::error_code ec;
