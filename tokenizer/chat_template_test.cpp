@@ -166,6 +166,34 @@ TEST(ChatTemplate, SyntaxErrorsNameTheLine) {
   EXPECT_NE(macro.status().message().find("macro"), std::string::npos);
 }
 
+// Fuzzer reproducers (issue: chat templates crashed rdrr-run --chat): untrusted templates and messages end in
+// an error value or valid output, never an exception.
+TEST(ChatTemplate, OutOfRangeLiteralsAreParseErrors) {
+  auto big = apply_chat_template("{% if 77777777777777777777 %}x{% endif %}", {}, {});
+  ASSERT_FALSE(big.ok());
+  EXPECT_EQ(big.status().code(), StatusCode::kParse);
+  EXPECT_NE(big.status().message().find("integer literal 77777777777777777777 is out of range"), std::string::npos)
+      << big.status().message();
+  const std::string e400 = "1" + std::string(400, '0') + ".0";  // 1e400: past double's range
+  auto huge = apply_chat_template("{{ " + e400 + " }}", {}, {});
+  ASSERT_FALSE(huge.ok());
+  EXPECT_EQ(huge.status().code(), StatusCode::kParse);
+  EXPECT_NE(huge.status().message().find("float literal 1000"), std::string::npos)
+      << huge.status().message();
+  auto fine = apply_chat_template("{{ 9223372036854775807 }}|{{ 2.5 }}", {}, {});
+  ASSERT_TRUE(fine.ok()) << fine.status().to_string();
+  EXPECT_EQ(*fine, "9223372036854775807|2.5");
+}
+
+TEST(ChatTemplate, TojsonOfInvalidUtf8ReplacesTheBytes) {
+  const std::vector<ChatMessage> cafe = {{"user", "caf\xc3\xa9"}};
+  // A byte slice through the two-byte e-acute leaves a lone 0xC3.
+  auto out = apply_chat_template("{{ messages[0].content[:-1] | tojson }}|{{ {messages[0].content[:-1]: 1} | tojson }}",
+                                 cafe, {});
+  ASSERT_TRUE(out.ok()) << out.status().to_string();
+  EXPECT_EQ(*out, "\"caf\xef\xbf\xbd\"|{\"caf\xef\xbf\xbd\": 1}");
+}
+
 TEST(ChatTemplate, LoadFromTokenizerConfig) {
   namespace fs = std::filesystem;
   const test::TempDir tmp;

@@ -1,4 +1,7 @@
 // Jinja subset: recursive-descent parser with Jinja's operator precedence, and the statement tree.
+#include <charconv>
+#include <cmath>
+
 #include "tokenizer/jinja.h"
 #include "tokenizer/jinja_lex.h"
 
@@ -31,6 +34,23 @@ class ExprParser {
     return Status::Ok();
   }
   Status expect_end() { return at_end() ? Status::Ok() : fail("unexpected '" + t_[i_].text + "'"); }
+  // An integer (int64) or float (finite double) literal; out of range is a parse error, not an exception.
+  Result<Value> number_literal(const Tok& t) const {
+    const char* first = t.text.data();
+    const char* last = first + t.text.size();
+    if (t.kind == Tok::Kind::kInt) {
+      int64_t v = 0;
+      const auto [end, ec] = std::from_chars(first, last, v);
+      if (ec != std::errc() || end != last) return fail("integer literal " + t.text + " is out of range (int64)");
+      return Value(v);
+    }
+    double d = 0.0;
+    const auto [end, ec] = std::from_chars(first, last, d);
+    if (ec != std::errc() || end != last || !std::isfinite(d)) {
+      return fail("float literal " + t.text + " is out of range (double)");
+    }
+    return Value(d);
+  }
   Status fail(std::string_view msg) const { return parse_error(line_, msg); }
 
  private:
@@ -243,7 +263,7 @@ class ExprParser {
     }
     if (t.kind == Tok::Kind::kInt || t.kind == Tok::Kind::kFloat) {
       auto e = node(Expr::Kind::kLiteral);
-      e->literal = t.kind == Tok::Kind::kInt ? Value(static_cast<int64_t>(std::stoll(t.text))) : Value(std::stod(t.text));
+      RDRR_ASSIGN_OR_RETURN(e->literal, number_literal(t));
       return e;
     }
     if (t.kind == Tok::Kind::kName) {

@@ -77,10 +77,16 @@ std::string repr(const Value& v, bool quote_strings) {
   return out + "}";
 }
 
+// A JSON string; bytes that are not valid UTF-8 (a slice through a multi-byte character, say) become U+FFFD
+// instead of throwing.
+std::string json_string(const std::string& s) {
+  return nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 std::string to_json(const Value& v) {
   if (v.is_undefined() || v.is_none()) return "null";
   if (const auto* b = std::get_if<bool>(&v.v)) return *b ? "true" : "false";
-  if (const auto* s = v.str()) return nlohmann::json(*s).dump();
+  if (const auto* s = v.str()) return json_string(*s);
   if (const Array* a = v.array()) {
     std::string out = "[";
     for (size_t i = 0; i < a->size(); ++i) out += (i ? ", " : "") + to_json((*a)[i]);
@@ -89,7 +95,7 @@ std::string to_json(const Value& v) {
   if (const Object* o = v.object()) {
     std::string out = "{";
     for (size_t i = 0; i < o->size(); ++i) {
-      out += (i ? ", " : "") + nlohmann::json((*o)[i].first).dump() + ": " + to_json((*o)[i].second);
+      out += (i ? ", " : "") + json_string((*o)[i].first) + ": " + to_json((*o)[i].second);
     }
     return out + "}";
   }
