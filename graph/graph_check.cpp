@@ -254,19 +254,12 @@ class Checker {
                      " (policy dtypeTransition: require_cast_step; the op vocabulary has no cast)");
   }
 
-  // The length of a norm / bias weight (OpInfo::weight_length).
-  uint64_t weight_length(const OpInfo& op) const {
-    const Architecture& a = m_.architecture;
-    switch (op.weight_length) {
-      case WeightLength::kHeadDim: return a.head_dim;
-      case WeightLength::kOutput:
-        if (op.writes[0] == Buf::kQ) return uint64_t{a.num_attention_heads} * a.head_dim;
-        if (op.writes[0] == Buf::kK || op.writes[0] == Buf::kV) return uint64_t{a.num_key_value_heads} * a.head_dim;
-        return a.hidden_size;
-      case WeightLength::kHidden:
-      case WeightLength::kNone: break;
-    }
-    return a.hidden_size;
+  // The length of a norm / bias weight (OpInfo::weight_length); kOutput: the written buffer's width.
+  Result<uint64_t> weight_length(const OpInfo& op) const {
+    if (op.weight_length == WeightLength::kHeadDim) return m_.architecture.head_dim;
+    if (op.weight_length != WeightLength::kOutput) return m_.architecture.hidden_size;
+    if (!dims_.ok()) return dims_.status();
+    return uint64_t{buffer_width(*dims_, op.writes[0])};
   }
 
   // A matmul weight is [width(output), width(input)] of the op's buffers; an embedding table [>= V, D].
@@ -317,7 +310,7 @@ class Checker {
                                                  std::to_string(t.shape[1]) + " (" + std::string(why) + ")");
     }
     if (two_d) return Status::Ok();
-    const uint64_t want = weight_length(op);
+    RDRR_ASSIGN_OR_RETURN(const uint64_t want, weight_length(op));
     if (t.dtype != DType::kF32 || t.shape.size() != 1 || t.shape[0] != want) {
       return error(StatusCode::kValidation, what + ": expected F32 [" + std::to_string(want) + "], tensor is " +
                                                 std::string(quant::dtype_name(t.dtype)) + " " +

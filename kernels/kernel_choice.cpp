@@ -47,22 +47,15 @@ constexpr std::string_view kCoopmatWhen =
     "passes of more than 32 rows where the device has VK_NV_cooperative_matrix (f16 16x16x16, subgroups of 32)";
 constexpr DeviceChoice kDotChoice[] = {
     {"gemv_q4_k_dot", "K >= 8192 where the device's packed 8-bit integer dot products are native"}};
-constexpr DeviceChoice kGemmF16Choice[] = {{"gemm_f16_cm", kCoopmatWhen}};
-constexpr DeviceChoice kGemmQ80Choice[] = {{"gemm_q8_0_cm", kCoopmatWhen}};
-constexpr DeviceChoice kGemmQ6KChoice[] = {{"gemm_q6_k_cm", kCoopmatWhen}};
-constexpr DeviceChoice kGemmQ4KChoice[] = {{"gemm_q4_k_cm", kCoopmatWhen}};
-constexpr DeviceChoice kGemmQ4KColChoice[] = {{"gemm_q4_k_col_cm", kCoopmatWhen}};
 constexpr DeviceChoice kAttnF16Choice[] = {{"attention_decode_f16", "decode (one query), head_dim a multiple of 8 up to 256"}};
 constexpr DeviceChoice kAttnF32Choice[] = {{"attention_decode_f32", "decode (one query), head_dim a multiple of 4 up to 256"}};
+// The companions a runtime runs in a pinned kernel's place (the variants' choices follow from kVariants).
 struct Choices {
   std::string_view kernel;
   std::span<const DeviceChoice> choices;
 };
-constexpr Choices kDeviceChoices[] = {
-    {"attention_f16", kAttnF16Choice}, {"attention_f32", kAttnF32Choice}, {"gemm_f16", kGemmF16Choice},
-    {"gemm_q4_k", kGemmQ4KChoice},     {"gemm_q4_k_col", kGemmQ4KColChoice}, {"gemm_q6_k", kGemmQ6KChoice},
-    {"gemm_q8_0", kGemmQ80Choice},     {"gemv_q4_k_vec", kDotChoice},
-};
+constexpr Choices kCompanionChoices[] = {
+    {"attention_f16", kAttnF16Choice}, {"attention_f32", kAttnF32Choice}, {"gemv_q4_k_vec", kDotChoice}};
 
 std::span<const std::string_view> lookup(std::span<const Related> table, std::string_view kernel_name) {
   for (const Related& r : table) {
@@ -88,11 +81,14 @@ bool is_optional_variant(std::string_view kernel_name) {
   return false;
 }
 
-std::span<const DeviceChoice> device_choices(std::string_view pinned_kernel) {
-  for (const Choices& c : kDeviceChoices) {
-    if (c.kernel == pinned_kernel) return c.choices;
+std::vector<DeviceChoice> device_choices(std::string_view pinned_kernel) {
+  std::vector<DeviceChoice> out;
+  for (const Choices& c : kCompanionChoices) {
+    if (c.kernel == pinned_kernel) out.assign(c.choices.begin(), c.choices.end());
   }
-  return {};
+  // Every v1 optional variant is a cooperative-matrix GEMM (device_gemm_kernel).
+  for (std::string_view v : kernel_variants(pinned_kernel)) out.push_back({v, kCoopmatWhen});
+  return out;
 }
 
 std::string_view rope_kernel(bool freq_table) { return freq_table ? "rope_freqs" : "rope"; }

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <span>
 #include <string_view>
+#include <vector>
 
 #include "kernels/registry.h"
 #include "quant/dtype.h"
@@ -36,7 +37,7 @@ struct DeviceChoice {
   std::string_view kernel;  // a companion or optional variant of the pinned kernel
   std::string_view when;    // the rule, in words (rdrr-inspect, SPEC)
 };
-std::span<const DeviceChoice> device_choices(std::string_view pinned_kernel);
+std::vector<DeviceChoice> device_choices(std::string_view pinned_kernel);
 
 enum class MatmulPass : uint8_t {
   kPrefill,  // GEMM over the pass's rows

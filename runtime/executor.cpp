@@ -110,7 +110,7 @@ struct Executor::Impl {
   Status record_step(const Step& s, uint32_t m, uint32_t p0, uint32_t layer, const BufferRange& ids_range,
                      const BufferRange& pos_range, const SampleOptions* sample);
   Status record_matmul(const Step& s, const BufferRange& x, const BufferRange& y, uint32_t m);
-  KvRope rotation(const Step& s, bool table, const BufferRange& pos_range) const;
+  KvRope rotation(const Step& s, const BufferRange& pos_range) const;
   Status submit_decode(const SampleOptions& sample, uint32_t position, uint32_t slot_in);
 };
 
@@ -198,8 +198,8 @@ Status Executor::Impl::record_step(const Step& s, uint32_t m, uint32_t p0, uint3
   const graph::Dims& d = plan.dims;
   const float eps = static_cast<float>(inf.normalization.rms_norm_eps);
   const float offset = static_cast<float>(inf.normalization.weight_offset);
-  const uint32_t w_in = width(s.in), w_out = width(s.out);
-  switch (s.kind) {
+  const uint32_t w_in = width(s.in()), w_out = width(s.out());
+  switch (s.kind()) {
     case Dispatch::kEmbed: {
       const TensorEntry& w = *s.weight->entry;
       EmbedArgs e;
@@ -216,28 +216,27 @@ Status Executor::Impl::record_step(const Step& s, uint32_t m, uint32_t p0, uint3
       return record_embed(*rec, e, s.label);
     }
     case Dispatch::kNorm:
-      return record_rms_norm(*rec, {rows(s.in, 0, m), s.weight->range, rows(s.out, 0, m), w_in, m, eps, offset}, s.label);
+      return record_rms_norm(*rec, {rows(s.in(), 0, m), s.weight->range, rows(s.out(), 0, m), w_in, m, eps, offset}, s.label);
     case Dispatch::kAddNorm:
       return record_add_rms_norm(*rec, {rows(Buf::kHidden, 0, m), rows(Buf::kProj, 0, m), s.weight->range,
                                         rows(Buf::kNormed, 0, m), d.d, m, eps, offset},
                                  s.label);
-    case Dispatch::kMatmul: return record_matmul(s, rows(s.in, 0, m), rows(s.out, 0, m), m);
+    case Dispatch::kMatmul: return record_matmul(s, rows(s.in(), 0, m), rows(s.out(), 0, m), m);
     case Dispatch::kBias:
       if (s.kernel->name == "add_bias") {
-        return record_add_bias(*rec, rows(s.out, 0, m), s.weight->range, rows(s.out, 0, m), s.n, m, s.label);
+        return record_add_bias(*rec, rows(s.out(), 0, m), s.weight->range, rows(s.out(), 0, m), s.n, m, s.label);
       }
       for (uint32_t r = 0; r < m; ++r) {  // plain add: one row per dispatch
-        RDRR_RETURN_IF_ERROR(record_add(*rec, rows(s.out, r, 1), s.weight->range, rows(s.out, r, 1), s.n, s.label));
+        RDRR_RETURN_IF_ERROR(record_add(*rec, rows(s.out(), r, 1), s.weight->range, rows(s.out(), r, 1), s.n, s.label));
       }
       return Status::Ok();
     case Dispatch::kHeadNorm:
-      return record_head_norm(*rec, {rows(s.out, 0, m), s.weight->range, rows(s.out, 0, m), m, s.n, d.head_dim, eps, offset},
+      return record_head_norm(*rec, {rows(s.out(), 0, m), s.weight->range, rows(s.out(), 0, m), m, s.n, d.head_dim, eps, offset},
                               s.label);
     case Dispatch::kRope: {
-      const bool table = s.freq_table;
-      const KvRope rot = rotation(s, table, pos_range);
+      const KvRope rot = rotation(s, pos_range);
       RopeArgs a;
-      a.x = rows(s.out, 0, m);
+      a.x = rows(s.out(), 0, m);
       a.pos = rot.pos;
       a.y = a.x;
       a.n_tokens = m;
@@ -254,7 +253,7 @@ Status Executor::Impl::record_step(const Step& s, uint32_t m, uint32_t p0, uint3
     case Dispatch::kKvAppend:
       return record_kv_append(*rec, {kv.layer(layer), rows(Buf::kK, 0, m), rows(Buf::kV, 0, m), m, p0, std::nullopt}, s.label);
     case Dispatch::kKvAppendRope: {
-      const KvRope rot = rotation(s, s.freq_table, pos_range);
+      const KvRope rot = rotation(s, pos_range);
       return record_kv_append(*rec, {kv.layer(layer), rows(Buf::kK, 0, m), rows(Buf::kV, 0, m), m, p0, rot}, s.label);
     }
     case Dispatch::kAttention: {
@@ -269,7 +268,7 @@ Status Executor::Impl::record_step(const Step& s, uint32_t m, uint32_t p0, uint3
       a.p0 = p0;
       const double s2 = at.query_pre_attn_scalar.value_or(double(d.head_dim));
       a.scale = static_cast<float>(1.0 / std::sqrt(s2));
-      a.window = s.local ? static_cast<uint32_t>(at.sliding_window.value_or(0)) : 0;
+      a.window = s.local() ? static_cast<uint32_t>(at.sliding_window.value_or(0)) : 0;
       a.softcap = static_cast<float>(at.attn_logit_softcapping.value_or(0.0));
       return record_attention(*rec, a, s.label);
     }
@@ -283,7 +282,7 @@ Status Executor::Impl::record_step(const Step& s, uint32_t m, uint32_t p0, uint3
     case Dispatch::kResidual:
       return record_add(*rec, rows(Buf::kHidden, 0, m), rows(Buf::kProj, 0, m), rows(Buf::kHidden, 0, m), m * d.d, s.label);
     case Dispatch::kUnary:
-      return record_unary(*rec, s.kernel->name, rows(s.in, 0, m), rows(s.out, 0, m), m * w_out, s.param, s.label);
+      return record_unary(*rec, s.kernel->name, rows(s.in(), 0, m), rows(s.out(), 0, m), m * w_out, s.param, s.label);
     case Dispatch::kSample: {
       SampleArgs a;
       a.logits = rows(Buf::kLogits, m - 1, 1);
@@ -300,16 +299,16 @@ Status Executor::Impl::record_step(const Step& s, uint32_t m, uint32_t p0, uint3
 }
 
 // The rotation of a rope_* / kv_append_rope* step: ropeLocalTheta, unscaled, on sliding-layer (local) steps; else
-// the CPU frequency table with its mscale (`table`), or ropeTheta with linear scaling's freq_scale.
-KvRope Executor::Impl::rotation(const Step& s, bool table, const BufferRange& pos_range) const {
+// the CPU frequency table with its mscale (Step::freq_table), or ropeTheta with linear scaling's freq_scale.
+KvRope Executor::Impl::rotation(const Step& s, const BufferRange& pos_range) const {
   const RopeConfig& r = pack.manifest().inference.rope;
   KvRope rot;
   rot.pos = pos_range;
   rot.n_rot = n_rot;
   rot.interleaved = r.convention == RopeConvention::kInterleaved;
-  if (s.local) {
+  if (s.local()) {
     rot.theta_base = static_cast<float>(r.local_theta.value_or(r.theta));
-  } else if (table) {
+  } else if (s.freq_table) {
     rot.inv_freq = inv_freq.range();
     rot.mscale = rope_mscale;
   } else {
@@ -335,8 +334,8 @@ Status Executor::Impl::record_pass(const BufferRange& ids_range, const BufferRan
   if (post_rows == 0) return Status::Ok();
   const graph::Dims& d = plan.dims;
   for (const Step& s : plan.post) {
-    if (s.kind == Dispatch::kSample && sample == nullptr) continue;
-    if (s.kind == Dispatch::kNorm && s.in == Buf::kHidden) {
+    if (s.kind() == Dispatch::kSample && sample == nullptr) continue;
+    if (s.kind() == Dispatch::kNorm && s.in() == Buf::kHidden) {
       // final_norm of the last post_rows rows of hidden into rows 0.. of normed.
       const float eps = static_cast<float>(pack.manifest().inference.normalization.rms_norm_eps);
       const float offset = static_cast<float>(pack.manifest().inference.normalization.weight_offset);

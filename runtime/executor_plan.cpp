@@ -32,10 +32,6 @@ struct Compiler {
     }
     step.label = s.op;
     step.where = where;
-    step.kind = step.op->dispatch;
-    step.in = step.op->input();
-    step.out = step.op->output();
-    step.local = step.op->has(graph::kLocal);
     if (step.op->param != nullptr) {
       Result<float> param = step.op->param(pack.manifest());
       if (!param.ok()) return Status(param.status()).context("step " + where);
@@ -48,23 +44,23 @@ struct Compiler {
   // Per-step sizes and what the plan must allocate for them.
   void size(Step& step) {
     const Dims& d = plan.dims;
-    switch (step.kind) {
+    switch (step.kind()) {
       case Dispatch::kMatmul: {
-        step.n = graph::buffer_width(d, step.out);
-        step.k = graph::buffer_width(d, step.in);
+        step.n = graph::buffer_width(d, step.out());
+        step.k = graph::buffer_width(d, step.in());
         if (step.kernel->op != kernels::Op::kGemv) return;
         const TensorEntry& w = *step.weight->entry;
         plan.gemv_scratch_bytes = std::max(
             plan.gemv_scratch_bytes, gemv_scratch_bytes(w.dtype, w.layout.value_or(Layout::kRowWise), step.n, step.k));
         return;
       }
-      case Dispatch::kBias: step.n = graph::buffer_width(d, step.out); return;
+      case Dispatch::kBias: step.n = graph::buffer_width(d, step.out()); return;
       case Dispatch::kHeadNorm:
-      case Dispatch::kRope: step.n = step.out == Buf::kQ ? d.heads : d.kv_heads; break;
+      case Dispatch::kRope: step.n = step.out() == Buf::kQ ? d.heads : d.kv_heads; break;
       default: break;
     }
     const bool rotates = step.op->has(graph::kRotatesQ) || step.op->has(graph::kRotatesK);
-    step.freq_table = rotates && !step.local && rope_needs_freq_table(pack.manifest().inference.rope);
+    step.freq_table = rotates && !step.local() && rope_needs_freq_table(pack.manifest().inference.rope);
     plan.needs_rope_table = plan.needs_rope_table || step.freq_table;
   }
 
@@ -114,9 +110,9 @@ DType graph_kv_dtype(const ExecutionGraph& g) {
 void link_row_kernels(Plan& plan) {
   for (size_t l = 0; l < plan.prefill.size() && l < plan.decode.size(); ++l) {
     for (Step& p : plan.prefill[l]) {
-      if (p.kind != Dispatch::kMatmul || p.kernel->op != kernels::Op::kGemm) continue;
+      if (p.kind() != Dispatch::kMatmul || p.kernel->op != kernels::Op::kGemm) continue;
       for (const Step& d : plan.decode[l]) {
-        if (d.kind == Dispatch::kMatmul && d.weight == p.weight && d.kernel->op == kernels::Op::kGemv) {
+        if (d.kind() == Dispatch::kMatmul && d.weight == p.weight && d.kernel->op == kernels::Op::kGemv) {
           p.row_kernel = d.kernel;
           break;
         }
@@ -146,10 +142,10 @@ Result<Plan> compile_plan(const Pack& pack) {
   RDRR_RETURN_IF_ERROR(c.layered("decode", g.decode, plan.decode));
   RDRR_RETURN_IF_ERROR(c.flat("postLayer", g.post_layer, plan.post));
   link_row_kernels(plan);
-  if (plan.pre.size() != 1 || plan.pre[0].kind != Dispatch::kEmbed) {
+  if (plan.pre.size() != 1 || plan.pre[0].kind() != Dispatch::kEmbed) {
     return error(StatusCode::kValidation, "inference.execution.preLayer: must be exactly one embed step");
   }
-  if (plan.post.empty() || plan.post.back().kind != Dispatch::kSample) {
+  if (plan.post.empty() || plan.post.back().kind() != Dispatch::kSample) {
     return error(StatusCode::kValidation, "inference.execution.postLayer: must end with a sample step");
   }
   return plan;

@@ -25,16 +25,18 @@ struct Step {
   const graph::OpInfo* op = nullptr;  // the op's row (graph/graph_ops.h)
   std::string label;  // the graph op, e.g. "q_proj" (dispatch labels, profiles)
   std::string where;  // "decode[3] layer 2" (error messages)
-  Dispatch kind = Dispatch::kNorm;
   const kernels::KernelInfo* kernel = nullptr;  // the pinned kernel (kernel key)
   const PackTensor* weight = nullptr;           // resolved weight (layer substituted), or nullptr
-  Buf in = Buf::kHidden;   // the op's first buffer read
-  Buf out = Buf::kHidden;  // the op's last buffer written
   uint32_t n = 0;         // matmul outputs / bias length; heads for head norm / rope
   uint32_t k = 0;         // matmul inputs
-  bool local = false;     // rope: local theta, unscaled; attention: sliding window (graph::kLocal)
   bool freq_table = false;  // rotates with the CPU frequency table (non-local, rope_needs_freq_table)
   float param = 0.0f;       // kUnary: the op's manifest parameter (graph::OpInfo::param)
+  // From the op's row: how it is recorded, its first buffer read and last written, and whether it runs with
+  // the local rope theta / the sliding window (graph::kLocal).
+  Dispatch kind() const { return op->dispatch; }
+  Buf in() const { return op->input(); }
+  Buf out() const { return op->output(); }
+  bool local() const { return op->has(graph::kLocal); }
   // Prefill GEMM matmuls: the GEMV kernel the decode phase pins for the same weight in the same layer, which
   // the executor runs once per row for short prompts (ExecutorOptions::gemv_prefill_rows); nullptr if none.
   const kernels::KernelInfo* row_kernel = nullptr;
