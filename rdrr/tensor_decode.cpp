@@ -2,6 +2,8 @@
 
 #include <cstring>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "quant/f16.h"
 #include "quant/layout.h"
@@ -57,9 +59,10 @@ Status decode_unchecked(const TensorEntry& e, std::span<const std::byte> bytes, 
 
 }  // namespace
 
-Status decode_tensor_f32(const TensorEntry& entry, std::span<const std::byte> bytes, std::span<float> out) {
-  const std::string ctx = "tensor " + entry.name;
-  RDRR_ASSIGN_OR_RETURN(const uint64_t n, tensor_elem_count(entry));
+namespace {
+
+// Size of `bytes` vs the entry's dtype / shape / layout.
+Status check_tensor_bytes(const TensorEntry& entry, std::span<const std::byte> bytes, const std::string& ctx) {
   Result<uint64_t> want = expected_tensor_size_bytes(entry.dtype, entry.shape, entry.layout);
   if (!want.ok()) return want.status().context(ctx);
   if (bytes.size() != *want) {
@@ -68,11 +71,103 @@ Status decode_tensor_f32(const TensorEntry& entry, std::span<const std::byte> by
                                               std::string(quant::dtype_name(entry.dtype)) + " " +
                                               shape_to_string(entry.shape));
   }
+  return Status::Ok();
+}
+
+// Rows and row length of a tensor seen as a matrix: [shape[0], product of the rest]; a 1-D tensor is one row.
+std::pair<uint64_t, uint64_t> matrix_view(const TensorEntry& e) {
+  if (e.shape.size() < 2) return {1, e.shape.empty() ? 0 : e.shape[0]};
+  uint64_t cols = 1;
+  for (size_t i = 1; i < e.shape.size(); ++i) cols *= e.shape[i];
+  return {e.shape[0], cols};
+}
+
+void decode_plain_rows(const TensorEntry& e, std::span<const std::byte> bytes, uint64_t first_elem,
+                       std::span<float> out) {
+  if (e.dtype == quant::DType::kF32) {
+    std::memcpy(out.data(), bytes.data() + first_elem * sizeof(float), out.size() * sizeof(float));
+    return;
+  }
+  std::vector<uint16_t> half(out.size());
+  std::memcpy(half.data(), bytes.data() + first_elem * sizeof(uint16_t), half.size() * sizeof(uint16_t));
+  if (e.dtype == quant::DType::kF16) {
+    quant::f16_to_f32(half, out);
+  } else {
+    quant::bf16_to_f32(half, out);
+  }
+}
+
+// Block-quantized rows [r0, r0 + rows) (alignment already checked).
+Status decode_block_rows(const TensorEntry& e, std::span<const std::byte> bytes, uint64_t r0, uint64_t rows,
+                         std::span<float> out) {
+  const auto [n, k] = matrix_view(e);
+  const uint64_t b = static_cast<uint64_t>(quant::block_elems(e.dtype));
+  const uint64_t bb = static_cast<uint64_t>(quant::block_bytes(e.dtype));
+  const auto* src = reinterpret_cast<const uint8_t*>(bytes.data());
+  quant::DequantizeParams p{.dtype = e.dtype, .layout = *e.layout, .src = {}, .n_rows = static_cast<int64_t>(rows),
+                            .k_cols = static_cast<int64_t>(k), .dst = out};
+  if (*e.layout == quant::Layout::kColumnWise) {
+    // Block (input i, group g) holds rows g*B .. g*B+B-1 of input i: gather groups [r0/B, r0/B + c) of every input.
+    const uint64_t per_input = (n + b - 1) / b, c = (rows + b - 1) / b, g0 = r0 / b;
+    std::vector<uint8_t> gathered(k * c * bb);
+    for (uint64_t i = 0; i < k; ++i) std::memcpy(&gathered[i * c * bb], src + (i * per_input + g0) * bb, c * bb);
+    p.src = gathered;
+    return quant::dequantize_matrix(p);
+  }
+  if (*e.layout == quant::Layout::kFlat && k % b != 0) {  // aligned to every row: the whole tensor
+    p.src = {src, bytes.size()};
+    return quant::dequantize_matrix(p);
+  }
+  const uint64_t row_bytes = (k + b - 1) / b * bb;  // row_wise, or flat with whole-block rows (the same bytes)
+  p.layout = quant::Layout::kRowWise;
+  p.src = {src + r0 * row_bytes, rows * row_bytes};
+  return quant::dequantize_matrix(p);
+}
+
+}  // namespace
+
+uint64_t tensor_row_alignment(const TensorEntry& entry) {
+  if (!quant::is_block_quantized(entry.dtype) || !entry.layout) return 1;
+  const auto [n, k] = matrix_view(entry);
+  const uint64_t b = static_cast<uint64_t>(quant::block_elems(entry.dtype));
+  if (*entry.layout == quant::Layout::kColumnWise) return b;
+  if (*entry.layout == quant::Layout::kFlat && k % b != 0) return n;
+  return 1;
+}
+
+Status decode_tensor_f32(const TensorEntry& entry, std::span<const std::byte> bytes, std::span<float> out) {
+  const std::string ctx = "tensor " + entry.name;
+  RDRR_ASSIGN_OR_RETURN(const uint64_t n, tensor_elem_count(entry));
+  RDRR_RETURN_IF_ERROR(check_tensor_bytes(entry, bytes, ctx));
   if (out.size() != n) {
     return error(StatusCode::kInvalidArgument,
                  ctx + ": output of " + std::to_string(out.size()) + " floats, expected " + std::to_string(n));
   }
   return decode_unchecked(entry, bytes, out).context(ctx);
+}
+
+Status decode_tensor_rows_f32(const TensorEntry& entry, std::span<const std::byte> bytes, uint64_t row_begin,
+                              uint64_t rows, std::span<float> out) {
+  const std::string ctx = "tensor " + entry.name;
+  RDRR_RETURN_IF_ERROR(tensor_elem_count(entry).status());
+  RDRR_RETURN_IF_ERROR(check_tensor_bytes(entry, bytes, ctx));
+  const auto [n, k] = matrix_view(entry);
+  const uint64_t align = tensor_row_alignment(entry);
+  if (rows == 0 || row_begin > n || rows > n - row_begin || row_begin % align != 0 ||
+      (rows % align != 0 && row_begin + rows != n)) {
+    return error(StatusCode::kInvalidArgument, ctx + ": rows [" + std::to_string(row_begin) + ", " +
+                                                   std::to_string(row_begin + rows) + ") of " + std::to_string(n) +
+                                                   " are not a range aligned to " + std::to_string(align) + " rows");
+  }
+  if (out.size() != rows * k) {
+    return error(StatusCode::kInvalidArgument, ctx + ": output of " + std::to_string(out.size()) +
+                                                   " floats, expected " + std::to_string(rows * k));
+  }
+  if (!quant::is_block_quantized(entry.dtype)) {
+    decode_plain_rows(entry, bytes, row_begin * k, out);
+    return Status::Ok();
+  }
+  return decode_block_rows(entry, bytes, row_begin, rows, out).context(ctx);
 }
 
 Result<std::vector<float>> read_tensor_f32(const ShardReader& reader, const TensorEntry& entry) {

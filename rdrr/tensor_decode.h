@@ -26,6 +26,20 @@ Result<uint64_t> tensor_elem_count(const TensorEntry& entry);
 // type without layout or not 2-D), kInvalidArgument (out size).
 Status decode_tensor_f32(const TensorEntry& entry, std::span<const std::byte> bytes, std::span<float> out);
 
+// Rows [row_begin, row_begin + rows) of a 2-D (or 1-D: one row) tensor can be decoded alone when row_begin and
+// rows are multiples of this (the last chunk may end at the last row): 1 for plain floats and for row_wise / flat
+// blocks whose rows are whole blocks, the block size B for column_wise (a block holds B rows of one input), and
+// every row (the whole tensor at once) for a flat layout whose rows cut blocks. Streaming readers (the CPU
+// reference engine) size their chunks by it.
+uint64_t tensor_row_alignment(const TensorEntry& entry);
+
+// Decodes rows [row_begin, row_begin + rows) of the tensor whose stored bytes are `bytes` (the whole tensor)
+// into `out` (rows * row length values), row-major, the same values as decode_tensor_f32 of the whole tensor.
+// Errors, prefixed "tensor <name>: ": decode_tensor_f32's, kInvalidArgument (a range outside the rows or not
+// aligned to tensor_row_alignment, out size).
+Status decode_tensor_rows_f32(const TensorEntry& entry, std::span<const std::byte> bytes, uint64_t row_begin,
+                              uint64_t rows, std::span<float> out);
+
 // Reads the tensor's bytes through `reader` (bounds-checked) and decodes them.
 Result<std::vector<float>> read_tensor_f32(const ShardReader& reader, const TensorEntry& entry);
 

@@ -73,6 +73,9 @@ std::string case_name(const Case& c) {
 
 void PrintTo(const Case& c, std::ostream* os) { *os << case_name(c); }
 
+// Smaller than the defaults (4 x 16 tokens, 8 steps) to keep the tests fast.
+const GoldenOptions kTestGoldens{.prompts = 3, .tokens_per_prompt = 12, .greedy_steps = 6};
+
 // Converts once per case (cached for the whole binary).
 const fs::path& converted(const Case& c) {
   static std::map<std::string, fs::path> cache;
@@ -87,10 +90,7 @@ const fs::path& converted(const Case& c) {
   o.tensor_types = c.tensor_types;
   o.sync_to_disk = false;
   o.threads = 2;
-  GoldenOptions g;  // smaller than the defaults (4 x 16 tokens, 8 steps) to keep the test fast
-  g.prompts = 3;
-  g.tokens_per_prompt = 12;
-  g.greedy_steps = 6;
+  const GoldenOptions g = kTestGoldens;
   o.golden_writer = make_golden_writer(g);
   o.extra_flags = golden_flags(g);
   o.calibrator = make_calibrator();  // as rdrr-convert does (--calibration auto: on for models this small)
@@ -355,7 +355,9 @@ TEST(VerifyNegative, CoarseTensorTypeFailsQuality) {
   EXPECT_GT(gate(r, 6).metrics.value("kld_mean", 0.0), gate(r, 6).metrics.value("kld_mean_max", 1.0));
 }
 
-TEST(VerifyNegative, NoGoldensSkipsTheGoldenGates) {
+// A pack without goldens is never reported as verified: gates 5-6 NOT RUN with the reason, exit 27, a summary
+// that says so; --structure-only turns it into an explicit structural pass.
+TEST(VerifyNegative, NoGoldensIsNotAPass) {
   convert::ConvertOptions o;
   o.src = kFixtures / "tiny-qwen2" / "hf";
   o.out = scratch() / "no-goldens";
@@ -367,9 +369,66 @@ TEST(VerifyNegative, NoGoldensSkipsTheGoldenGates) {
   EXPECT_TRUE(m.goldens.empty());
   EXPECT_EQ(m.metadata.converter.flags.at("golden-prompts"), "none");
   const VerifyReport r = verify(o.out, true);
-  EXPECT_EQ(r.exit_code, 0);
-  EXPECT_EQ(gate(r, 5).status, GateStatus::kSkip);
-  EXPECT_EQ(gate(r, 6).status, GateStatus::kSkip);
+  EXPECT_EQ(r.exit_code, kExitVerifyStructureOnly);
+  EXPECT_FALSE(r.outputs_checked);
+  EXPECT_EQ(gate(r, 5).status, GateStatus::kNotRun);
+  EXPECT_EQ(gate(r, 6).status, GateStatus::kNotRun);
+  EXPECT_NE(gate(r, 5).detail.find("--golden-prompts none"), std::string::npos) << gate(r, 5).detail;
+  EXPECT_EQ(r.backend, "");  // the CPU reference was never opened: there is nothing to compare against
+  EXPECT_EQ(format_summary(r).rfind("NOT VERIFIED: structure only", 0), 0u) << format_summary(r);
+  VerifyOptions structure;
+  structure.pack = o.out;
+  structure.skip_gpu = true;
+  structure.structure_only = true;
+  const VerifyReport s = run_verify(structure);
+  EXPECT_EQ(s.exit_code, 0);
+  EXPECT_FALSE(s.outputs_checked);
+  EXPECT_EQ(format_summary(s).rfind("PASS (structure only, --structure-only", 0), 0u) << format_summary(s);
+  // An external golden checks the outputs: then the pack passes on it.
+  const VerifyReport e = verify(o.out, true, kFixtures / "tiny-qwen2" / "golden" / "hf-f32.json");
+  EXPECT_EQ(e.exit_code, 0) << format_summary(e);
+  EXPECT_TRUE(e.outputs_checked);
+}
+
+// Goldens skipped at conversion for memory (a limit injected below the streaming reference's working set): the
+// pack must not pass verify silently; --make-goldens then adds goldens to the same pack and it passes.
+TEST(VerifyNegative, GoldensSkippedForMemoryAreNotAPassUntilMade) {
+  convert::ConvertOptions o;
+  o.src = kFixtures / "tiny-llama" / "hf";
+  o.out = scratch() / "skipped-for-memory";
+  o.preset = convert::Preset::kQ4_K_M;
+  o.sync_to_disk = false;
+  GoldenOptions g;
+  g.max_reference_bytes = 1 << 20;  // the engine holds a 2 MiB chunk per thread
+  o.golden_writer = make_golden_writer(g);
+  o.extra_flags = golden_flags(g);
+  ASSERT_TRUE(convert::convert_model(o).ok());
+  const VerifyReport r = verify(o.out, true);
+  EXPECT_EQ(r.exit_code, kExitVerifyStructureOnly);
+  EXPECT_NE(gate(r, 5).detail.find("skipped at conversion (the streaming CPU reference needs"), std::string::npos)
+      << gate(r, 5).detail;
+  ASSERT_TRUE(add_goldens_to_pack(o.out, o.src, kTestGoldens, false).ok());
+  const Manifest m = manifest_of(o.out);
+  EXPECT_FALSE(m.goldens.empty());
+  EXPECT_EQ(m.metadata.converter.flags.at("golden-prompts"), "3");
+  EXPECT_EQ(m.metadata.converter.flags.count(std::string(kGoldenSkippedFlag)), 0u);
+  expect_all_pass(verify(o.out, true), true);
+}
+
+// --make-goldens on a pack that has goldens replaces them (the same files: same bits), and refuses a source
+// that is not the pack's conversion input, naming the field, with the pack untouched.
+TEST(VerifyMakeGoldens, ReplacesGoldensAndRefusesAnotherModel) {
+  const fs::path pack = copy_of_good_pack("make-goldens");
+  const Manifest before = manifest_of(pack);
+  ASSERT_TRUE(add_goldens_to_pack(pack, kFixtures / "tiny-llama" / "hf", kTestGoldens, false).ok());
+  const Manifest after = manifest_of(pack);
+  EXPECT_EQ(after.goldens, before.goldens);
+  const Status s = add_goldens_to_pack(pack, kFixtures / "tiny-gemma3" / "hf", kTestGoldens, false);
+  EXPECT_EQ(s.code(), StatusCode::kValidation);
+  EXPECT_NE(s.message().find("architecture."), std::string::npos) << s.to_string();
+  EXPECT_NE(s.message().find("the pack's"), std::string::npos) << s.to_string();
+  EXPECT_EQ(manifest_of(pack), after);
+  expect_all_pass(verify(pack, true), true);
 }
 
 // A GGUF input: the source golden comes from the GGUF weights (load_gguf). Row-wise Q4_K_M blocks pass through
@@ -417,7 +476,7 @@ TEST(GoldenWriter, SkipsWithAWarningWhenTheReferenceWouldNotFitInMemory) {
   o.preset = convert::Preset::kQ8_0;
   o.sync_to_disk = false;
   GoldenOptions g;
-  g.max_reference_bytes = 1 << 20;  // the tiny model's f32 weights are ~6 MiB
+  g.max_reference_bytes = 1 << 20;  // the engine holds a 2 MiB chunk of weight rows per thread
   o.golden_writer = make_golden_writer(g);
   o.extra_flags = golden_flags(g);
   Result<convert::ConvertReport> r = convert::convert_model(o);
@@ -429,6 +488,8 @@ TEST(GoldenWriter, SkipsWithAWarningWhenTheReferenceWouldNotFitInMemory) {
   EXPECT_TRUE(m.goldens.empty());
   EXPECT_EQ(m.metadata.converter.flags.at("golden-prompts"), "none");
   EXPECT_EQ(m.metadata.converter.flags.count("golden-tokens"), 0u);
+  EXPECT_NE(m.metadata.converter.flags.at(std::string(kGoldenSkippedFlag)).find("MiB, the limit is 1 MiB"),
+            std::string::npos);
   EXPECT_FALSE(fs::exists(o.out / "golden"));
 }
 
@@ -465,6 +526,21 @@ TEST(VerifyTool, ExitCodesAndJsonReport) {
   fs::remove(bad / "golden" / "golden.json");
   EXPECT_EQ(run_tool(bad.string() + " --skip-gpu"), 20);
   EXPECT_EQ(run_tool(good.string() + " --skip-gpu --thresholds /nonexistent.json"), 4);
+  // No goldens: 27 unless --structure-only; --make-goldens from the source then verifies it fully.
+  const fs::path bare = copy_of_good_pack("tool-no-goldens");
+  fs::remove_all(bare / "golden");
+  Manifest m = manifest_of(bare);
+  m.goldens.clear();
+  m.metadata.converter.flags["golden-prompts"] = "none";
+  std::ofstream(bare / "manifest.json", std::ios::trunc) << serialize_manifest(m);
+  EXPECT_EQ(run_tool(bare.string() + " --skip-gpu"), kExitVerifyStructureOnly);
+  EXPECT_EQ(run_tool(bare.string() + " --skip-gpu --structure-only"), 0);
+  EXPECT_EQ(run_tool(bare.string() + " --skip-gpu --make-goldens " + (kFixtures / "tiny-gemma3" / "hf").string()),
+            3);  // kValidation (tools/exit_codes.h)
+  EXPECT_EQ(run_tool(bare.string() + " --skip-gpu --make-goldens " + (kFixtures / "tiny-llama" / "hf").string() +
+                     " --golden-prompts 2 --golden-steps 3"),
+            0);
+  EXPECT_EQ(manifest_of(bare).metadata.converter.flags.at("golden-prompts"), "2");
   EXPECT_EQ(run_tool("--no-such-flag"), 2);
 }
 

@@ -17,6 +17,7 @@ inline constexpr int kExitVerifyFidelity = 23;     // gate 5 Vulkan vs pack gold
 inline constexpr int kExitVerifyQuality = 24;      // gates 6-7 vs source / external golden
 inline constexpr int kExitVerifyNoDevice = 25;     // no Vulkan device (use --skip-gpu)
 inline constexpr int kExitVerifyLoad = 26;         // gate 4 upload / executor creation
+inline constexpr int kExitVerifyStructureOnly = 27;  // outputs not checked: no goldens (--structure-only: 0)
 
 inline int exit_code_for(StatusCode code) {
   switch (code) {

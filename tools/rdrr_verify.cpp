@@ -10,6 +10,7 @@
 #include "rdrr/archive.h"
 #include "tools/exit_codes.h"
 #include "verify/gates.h"
+#include "verify/golden_gen.h"
 
 static_assert(rdrr::tools::kExitVerifyInvalidPack == rdrr::verify::kExitVerifyInvalidPack);
 static_assert(rdrr::tools::kExitVerifyIntegrity == rdrr::verify::kExitVerifyIntegrity);
@@ -18,11 +19,32 @@ static_assert(rdrr::tools::kExitVerifyFidelity == rdrr::verify::kExitVerifyFidel
 static_assert(rdrr::tools::kExitVerifyQuality == rdrr::verify::kExitVerifyQuality);
 static_assert(rdrr::tools::kExitVerifyNoDevice == rdrr::verify::kExitVerifyNoDevice);
 static_assert(rdrr::tools::kExitVerifyLoad == rdrr::verify::kExitVerifyLoad);
+static_assert(rdrr::tools::kExitVerifyStructureOnly == rdrr::verify::kExitVerifyStructureOnly);
+
+namespace {
+
+// --make-goldens SRC: add goldens to the pack directory (then verify it as usual).
+int make_goldens(const std::string& pack, const std::string& src, const rdrr::verify::GoldenOptions& options) {
+  if (rdrr::is_archive_path(pack)) {
+    std::cerr << "rdrr-verify: --make-goldens: " << pack << " is a pack archive; give the pack directory\n";
+    return rdrr::tools::kExitUsage;
+  }
+  std::cerr << "rdrr-verify: making goldens for " << pack << " from " << src << "\n";
+  const rdrr::Status s = rdrr::verify::add_goldens_to_pack(pack, src, options);
+  if (!s.ok()) {
+    std::cerr << "rdrr-verify: --make-goldens: " << s.to_string() << "\n";
+    return rdrr::tools::exit_code_for(s.code());
+  }
+  return 0;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"rdrr-verify: check a pack (structure, integrity, kernel pins, load, fidelity, quality)"};
-  std::string pack, golden, json_path, thresholds, device;
-  bool skip_gpu = false;
+  std::string pack, golden, json_path, thresholds, device, make_goldens_src;
+  rdrr::verify::GoldenOptions golden_options;
+  bool skip_gpu = false, structure_only = false;
   bool quiet = false;
   app.add_option("PACK", pack, "pack directory or .rdrr.tar.zst")->required();
   app.add_option("--golden", golden, "also compare with a tiny-fixture-golden/v1 JSON (e.g. HF logits)");
@@ -31,10 +53,24 @@ int main(int argc, char** argv) {
   app.add_option("--device", device, "Vulkan device: index or name substring (default: RDRR_DEVICE / automatic)");
   app.add_flag("--skip-gpu", skip_gpu, "no Vulkan: skip gate 4, run gates 5-7 on the CPU reference of the pack");
   app.add_flag("--quiet", quiet, "no gate lines");
+  app.add_flag("--structure-only", structure_only,
+               "a pack without goldens passes on structure, integrity, pins and load (exit 0, not 27)");
+  app.add_option("--make-goldens", make_goldens_src,
+                 "first add goldens to the pack (a directory) from its conversion input SRC, then verify");
+  app.add_option("--golden-prompts", golden_options.prompts, "with --make-goldens: prompts (default 4)");
+  app.add_option("--golden-tokens", golden_options.tokens_per_prompt, "with --make-goldens: tokens per prompt");
+  app.add_option("--golden-steps", golden_options.greedy_steps, "with --make-goldens: greedy steps");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : rdrr::tools::kExitUsage;
+  }
+  if (!make_goldens_src.empty()) {
+    if (golden_options.prompts == 0) {
+      std::cerr << "rdrr-verify: --golden-prompts must be at least 1 with --make-goldens\n";
+      return rdrr::tools::kExitUsage;
+    }
+    if (const int rc = make_goldens(pack, make_goldens_src, golden_options); rc != 0) return rc;
   }
   // A pack shipped as one .rdrr.tar.zst (rdrr-pack) is extracted to a private temp folder first.
   rdrr::Result<rdrr::PackLocation> loc = rdrr::locate_pack(pack);
@@ -46,6 +82,7 @@ int main(int argc, char** argv) {
   o.pack = loc->dir;
   if (!golden.empty()) o.external_golden = golden;
   o.skip_gpu = skip_gpu;
+  o.structure_only = structure_only;
   o.device_spec = device;
   if (!thresholds.empty()) {
     rdrr::Result<rdrr::verify::Thresholds> t = rdrr::verify::read_thresholds(thresholds);
@@ -63,8 +100,7 @@ int main(int argc, char** argv) {
   }
   const rdrr::verify::VerifyReport r = rdrr::verify::run_verify(o);
   if (!quiet) {
-    (json_stdout ? std::cerr : std::cout) << (r.exit_code == 0 ? "PASS" : "FAIL") << " (exit " << r.exit_code
-                                          << (r.backend.empty() ? "" : ", backend " + r.backend) << ")\n";
+    (json_stdout ? std::cerr : std::cout) << rdrr::verify::format_summary(r) << "\n";
   }
   if (json_stdout) {
     std::cout << rdrr::verify::report_to_json(r) << std::flush;

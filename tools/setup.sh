@@ -21,7 +21,7 @@ packages=(
   libvulkan-dev glslc mesa-vulkan-drivers vulkan-tools spirv-tools vulkan-validationlayers
   libtbb-dev libzstd-dev libssl-dev nlohmann-json3-dev libarchive-dev libcli11-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev time
-  libsentencepiece-dev libpcre2-dev libicu-dev
+  libsentencepiece-dev libpcre2-dev libicu-dev libopenblas-dev
   slurm-wlm munge
 )
 # Only the Slurm end-to-end test (tests/slurm_e2e.sh) needs these; if their installation fails (e.g. a

@@ -6,6 +6,7 @@
 #include "rdrr/json_strict.h"
 #include "rdrr/mapped_file.h"
 #include "verify/gates_internal.h"
+#include "verify/golden_gen.h"
 
 namespace rdrr::verify {
 
@@ -73,6 +74,7 @@ std::string_view gate_status_name(GateStatus s) {
     case GateStatus::kPass: return "PASS";
     case GateStatus::kFail: return "FAIL";
     case GateStatus::kSkip: return "SKIP";
+    case GateStatus::kNotRun: return "NOT RUN";
   }
   return "?";
 }
@@ -108,6 +110,7 @@ struct Runner {
     std::unique_ptr<LogitsBackend> backend;
     if (o.skip_gpu) {
       add(skipped(4, "load", "--skip-gpu (gates 5-7 run on the CPU reference of the pack)"));
+      if (m->goldens.empty() && !o.external_golden) return not_run_outputs(*m);  // nothing to compare against
       Result<std::unique_ptr<LogitsBackend>> cpu = open_cpu_backend(*m, o.pack);
       if (!cpu.ok()) {
         GateResult g = internal::make_gate(5, "fidelity");
@@ -126,12 +129,20 @@ struct Runner {
     if (o.external_golden) add(internal::gate_external(*backend, *o.external_golden, *m, o.thresholds));
   }
 
-  void run_golden_gates(const Manifest& m, LogitsBackend& backend) {
-    if (m.goldens.empty()) {
-      add(skipped(5, "fidelity", "the pack has no goldens (converted with --golden-prompts none)"));
-      add(skipped(6, "quality", "the pack has no goldens (converted with --golden-prompts none)"));
-      return;
+  // Gates 5-6 cannot run: the pack has no goldens.
+  void not_run_outputs(const Manifest& m) {
+    r.not_checked_reason = missing_goldens_reason(m);
+    for (auto [n, name] : {std::pair{5, "fidelity"}, std::pair{6, "quality"}}) {
+      GateResult g = internal::make_gate(n, name);
+      g.status = GateStatus::kNotRun;
+      g.detail = r.not_checked_reason + (o.structure_only ? " (--structure-only)" : "") +
+                 "; add goldens: rdrr-verify PACK --make-goldens SRC";
+      add(std::move(g));
     }
+  }
+
+  void run_golden_gates(const Manifest& m, LogitsBackend& backend) {
+    if (m.goldens.empty()) return not_run_outputs(m);
     Result<GoldenSet> golden = read_golden(m, o.pack);
     if (!golden.ok()) {
       GateResult g = internal::make_gate(5, "fidelity");
@@ -158,7 +169,39 @@ struct Runner {
 VerifyReport run_verify(const VerifyOptions& options) {
   Runner runner{options, {}};
   runner.run();
-  return std::move(runner.r);
+  VerifyReport& r = runner.r;
+  for (const GateResult& g : r.gates) r.outputs_checked |= g.number >= 5 && g.status == GateStatus::kPass;
+  if (r.outputs_checked) {
+    r.not_checked_reason.clear();
+  } else if (r.not_checked_reason.empty()) {
+    r.not_checked_reason = "no output gate passed";
+  }
+  // Never PASS for outputs that were not checked, unless structure-only checks were asked for.
+  if (r.exit_code == 0 && !r.outputs_checked && !options.structure_only) r.exit_code = kExitVerifyStructureOnly;
+  return std::move(r);
+}
+
+std::string missing_goldens_reason(const Manifest& m) {
+  const auto& flags = m.metadata.converter.flags;
+  if (const auto it = flags.find(std::string(kGoldenSkippedFlag)); it != flags.end()) {
+    return "the pack has no goldens: they were skipped at conversion (" + it->second + ")";
+  }
+  if (const auto it = flags.find("golden-prompts"); it != flags.end() && it->second == "none") {
+    return "the pack has no goldens: converted with --golden-prompts none";
+  }
+  return "the pack has no goldens";
+}
+
+std::string format_summary(const VerifyReport& r) {
+  std::string head;
+  if (r.exit_code == kExitVerifyStructureOnly) {
+    head = "NOT VERIFIED: structure only, outputs not checked (" + r.not_checked_reason + ")";
+  } else if (r.exit_code == 0) {
+    head = r.outputs_checked ? "PASS" : "PASS (structure only, --structure-only; " + r.not_checked_reason + ")";
+  } else {
+    head = "FAIL";
+  }
+  return head + " (exit " + std::to_string(r.exit_code) + (r.backend.empty() ? "" : ", backend " + r.backend) + ")";
 }
 
 std::string format_gate_line(const GateResult& g) {
@@ -184,7 +227,8 @@ std::string report_to_json(const VerifyReport& r) {
                      {"figure", g.figure}, {"bound", g.bound}, {"detail", g.detail}, {"metrics", g.metrics}});
   }
   const nlohmann::json j = {{"pack", r.pack}, {"backend", r.backend}, {"exit_code", r.exit_code},
-                            {"pass", r.exit_code == 0}, {"gates", gates}};
+                            {"pass", r.exit_code == 0}, {"outputs_checked", r.outputs_checked},
+                            {"outputs_not_checked_reason", r.not_checked_reason}, {"gates", gates}};
   return j.dump(2) + "\n";
 }
 

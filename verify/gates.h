@@ -44,6 +44,9 @@ inline constexpr int kExitVerifyFidelity = 23;     // gate 5
 inline constexpr int kExitVerifyQuality = 24;      // gates 6 and 7
 inline constexpr int kExitVerifyNoDevice = 25;     // no Vulkan device (without --skip-gpu)
 inline constexpr int kExitVerifyLoad = 26;         // gate 4
+// Every check that ran passed, but the outputs were not checked: the pack has no goldens (gates 5-6 NOT RUN)
+// and no --golden file was given. --structure-only asks for exactly that and exits 0 instead.
+inline constexpr int kExitVerifyStructureOnly = 27;
 
 struct QualityBound {
   double kld_mean_max = 0;
@@ -72,13 +75,23 @@ class LogitsBackend {
   // [tokens.size(), vocab]: every position's logits (row t predicts token t + 1).
   virtual Result<std::vector<float>> logits(std::span<const int32_t> tokens) = 0;
   virtual Result<std::vector<int32_t>> greedy(std::span<const int32_t> prompt, size_t n_new) = 0;
+  // Every prompt's logits and greedy continuation. The default calls logits() and greedy() per prompt; the CPU
+  // reference runs all prompts as one streamed job (1 + greedy_steps - 1 passes over the weights).
+  struct PromptRun {
+    std::vector<float> logits;  // [tokens, vocab]
+    std::vector<int32_t> greedy;
+  };
+  virtual Result<std::vector<PromptRun>> run_prompts(std::span<const std::vector<int32_t>> prompts,
+                                                     size_t greedy_steps);
 };
 
-// The CPU reference on the pack's decoded weights (ReferenceModel::load_pack).
+// The streaming CPU reference on the pack's decoded weights (StreamingReference::open_pack).
 Result<std::unique_ptr<LogitsBackend>> open_cpu_backend(const Manifest& m, const std::filesystem::path& pack_dir);
 
-enum class GateStatus : uint8_t { kPass, kFail, kSkip };
-std::string_view gate_status_name(GateStatus s);  // "PASS", "FAIL", "SKIP"
+// kSkip: not run because of an earlier failure or by request (--skip-gpu's gate 4); kNotRun: an output gate that
+// could not run (the pack has no goldens) -- the report then says the outputs were not checked.
+enum class GateStatus : uint8_t { kPass, kFail, kSkip, kNotRun };
+std::string_view gate_status_name(GateStatus s);  // "PASS", "FAIL", "SKIP", "NOT RUN"
 
 struct GateResult {
   int number = 0;
@@ -95,6 +108,7 @@ struct VerifyOptions {
   std::filesystem::path pack;
   std::optional<std::filesystem::path> external_golden;  // tiny-fixture-golden/v1 JSON
   bool skip_gpu = false;
+  bool structure_only = false;  // a pack without goldens passes (exit 0) when every other check does
   Thresholds thresholds = default_thresholds();
   std::string device_spec;  // RDRR_DEVICE syntax; empty: automatic
   runtime::Device* device = nullptr;  // use this device (its pipeline cache) instead of creating one
@@ -106,7 +120,15 @@ struct VerifyReport {
   std::string backend;
   std::vector<GateResult> gates;
   int exit_code = 0;  // 0 when every gate passed or was skipped by request
+  bool outputs_checked = false;  // gate 5, 6 or 7 ran and passed
+  std::string not_checked_reason;  // why the outputs were not checked (empty when they were)
 };
+
+// The summary line: "PASS", "FAIL", or for a pack whose outputs were not checked "NOT VERIFIED: structure only
+// (<reason>)" / "PASS (structure only, --structure-only: <reason>)", then "(exit N, backend B)".
+std::string format_summary(const VerifyReport& r);
+// Why a pack has no goldens, from metadata.converter.flags (golden-skipped, golden-prompts).
+std::string missing_goldens_reason(const Manifest& m);
 
 VerifyReport run_verify(const VerifyOptions& options);
 

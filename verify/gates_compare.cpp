@@ -8,24 +8,38 @@
 #include "rdrr/mapped_file.h"
 #include "verify/gates_internal.h"
 #include "verify/metrics.h"
-#include "verify/reference_model.h"
+#include "verify/stream_reference.h"
 
 namespace rdrr::verify {
 namespace {
 
 class CpuBackend final : public LogitsBackend {
  public:
-  explicit CpuBackend(ReferenceModel model) : model_(std::move(model)) {}
+  explicit CpuBackend(StreamingReference engine) : engine_(std::move(engine)) {}
   std::string name() const override { return "cpu-reference"; }
   bool f16_kv() const override { return false; }
-  Result<std::vector<float>> logits(std::span<const int32_t> tokens) override { return model_.logits(tokens); }
+  Result<std::vector<float>> logits(std::span<const int32_t> tokens) override { return engine_.logits(tokens); }
   Result<std::vector<int32_t>> greedy(std::span<const int32_t> prompt, size_t n_new) override {
-    RDRR_ASSIGN_OR_RETURN(GreedyResult g, model_.greedy(prompt, n_new));
-    return std::move(g.token_ids);
+    const StreamRequest r{.tokens = {prompt.begin(), prompt.end()}, .positions = {}, .greedy_steps = n_new};
+    RDRR_ASSIGN_OR_RETURN(std::vector<StreamResponse> out, engine_.run(std::span(&r, 1)));
+    return std::move(out[0].greedy.token_ids);
+  }
+  Result<std::vector<PromptRun>> run_prompts(std::span<const std::vector<int32_t>> prompts,
+                                             size_t greedy_steps) override {
+    std::vector<StreamRequest> reqs;
+    for (const auto& p : prompts) {
+      StreamRequest r{.tokens = p, .positions = {}, .greedy_steps = greedy_steps};
+      for (uint32_t i = 0; i < p.size(); ++i) r.positions.push_back(i);
+      reqs.push_back(std::move(r));
+    }
+    RDRR_ASSIGN_OR_RETURN(std::vector<StreamResponse> out, engine_.run(reqs));
+    std::vector<PromptRun> runs;
+    for (StreamResponse& o : out) runs.push_back({std::move(o.logits), std::move(o.greedy.token_ids)});
+    return runs;
   }
 
  private:
-  ReferenceModel model_;
+  StreamingReference engine_;
 };
 
 std::string sci(double v) {
@@ -88,27 +102,39 @@ void compare_greedy(const GoldenRun& want, const std::vector<int32_t>& have, dou
 }  // namespace
 
 Result<std::unique_ptr<LogitsBackend>> open_cpu_backend(const Manifest& m, const std::filesystem::path& pack_dir) {
-  RDRR_ASSIGN_OR_RETURN(ReferenceModel model, ReferenceModel::load_pack(m, pack_dir));
-  return std::unique_ptr<LogitsBackend>(new CpuBackend(std::move(model)));
+  RDRR_ASSIGN_OR_RETURN(StreamingReference engine, StreamingReference::open_pack(m, pack_dir));
+  return std::unique_ptr<LogitsBackend>(new CpuBackend(std::move(engine)));
+}
+
+Result<std::vector<LogitsBackend::PromptRun>> LogitsBackend::run_prompts(
+    std::span<const std::vector<int32_t>> prompts, size_t greedy_steps) {
+  std::vector<PromptRun> runs;
+  for (const auto& p : prompts) {
+    PromptRun r;
+    RDRR_ASSIGN_OR_RETURN(r.logits, logits(p));
+    if (greedy_steps > 0) {
+      RDRR_ASSIGN_OR_RETURN(r.greedy, greedy(p, greedy_steps));
+    }
+    runs.push_back(std::move(r));
+  }
+  return runs;
 }
 
 namespace internal {
 
 Result<BackendRuns> run_backend(LogitsBackend& backend, const GoldenSet& golden) {
+  std::vector<std::vector<int32_t>> prompts;
+  for (const GoldenPrompt& p : golden.prompts) prompts.push_back(p.token_ids);
+  RDRR_ASSIGN_OR_RETURN(std::vector<LogitsBackend::PromptRun> runs,
+                        backend.run_prompts(prompts, golden.greedy_steps).context("golden prompts"));
   BackendRuns r;
-  for (size_t i = 0; i < golden.prompts.size(); ++i) {
-    const GoldenPrompt& p = golden.prompts[i];
-    const std::string what = "golden prompt " + std::to_string(i);
-    RDRR_ASSIGN_OR_RETURN(std::vector<float> logits, backend.logits(p.token_ids).context(what));
-    if (logits.size() != p.token_ids.size() * golden.vocab_size) {
-      return error(StatusCode::kInternal, what + ": backend returned " + std::to_string(logits.size()) + " logits");
+  for (size_t i = 0; i < runs.size(); ++i) {
+    if (runs[i].logits.size() != prompts[i].size() * golden.vocab_size) {
+      return error(StatusCode::kInternal, "golden prompt " + std::to_string(i) + ": backend returned " +
+                                              std::to_string(runs[i].logits.size()) + " logits");
     }
-    r.logits.push_back(std::move(logits));
-    std::vector<int32_t> greedy;
-    if (golden.greedy_steps > 0) {
-      RDRR_ASSIGN_OR_RETURN(greedy, backend.greedy(p.token_ids, golden.greedy_steps).context(what));
-    }
-    r.greedy.push_back(std::move(greedy));
+    r.logits.push_back(std::move(runs[i].logits));
+    r.greedy.push_back(std::move(runs[i].greedy));
   }
   return r;
 }

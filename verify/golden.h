@@ -41,8 +41,8 @@ struct GoldenOptions {
   size_t tokens_per_prompt = 16;  // prompt length (the first token is BOS when the tokenizer adds one)
   size_t greedy_steps = 8;        // greedy continuation length per prompt and reference
   uint64_t budget_bytes = kDefaultGoldenBudgetBytes;
-  // The CPU reference holds every weight as f32. Above this many bytes the goldens are skipped with a warning
-  // (the conversion itself needs far less memory). 0: 75% of the physical memory.
+  // Memory the streaming CPU reference may hold (decoded weight chunks, activations, KV caches); above it the
+  // goldens are skipped with a warning. 0: 75% of the physical memory. Tests inject a tiny limit.
   uint64_t max_reference_bytes = 0;
 };
 

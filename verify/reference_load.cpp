@@ -12,6 +12,7 @@
 #include "rdrr/model_tensors.h"
 #include "rdrr/shard_reader.h"
 #include "rdrr/validate.h"
+#include "verify/reference_load.h"
 #include "verify/reference_model.h"
 #include "verify/reference_rope.h"
 #include "verify/reference_weights.h"
@@ -20,121 +21,39 @@ namespace rdrr::verify {
 
 using M = ModelTensor;
 
-// Reads model tensors (rdrr/model_tensors.h) under one root, each checked against its expected shape.
-class ReferenceLoader {
- public:
-  ReferenceLoader(const ReferenceWeights& w, const Architecture& a, const TensorRoot& root)
-      : w_(w), dims_(model_dims(a)), root_(root) {}
-
-  Result<std::vector<float>> tensor(ModelTensor t, uint32_t layer = 0) const {
-    const std::string full = model_tensor_name(t, layer, root_);
-    const std::vector<int64_t> shape = expected_shape(t, dims_);
-    RDRR_ASSIGN_OR_RETURN(const std::vector<int64_t> actual, w_.shape(full));
-    if (actual != shape) {
-      return error(StatusCode::kValidation, "tensor " + full + ": shape " + shape_str(actual) + ", expected " +
-                                                shape_str(shape) + " from " + w_.config_origin());
-    }
-    return w_.read_f32(full);
-  }
-  bool has(ModelTensor t, uint32_t layer) const { return w_.has(model_tensor_name(t, layer, root_)); }
-
-  // A linear map: a 2-D weight [out, in] and, when `bias` is given, its bias [out].
-  Result<Linear> linear(ModelTensor weight, uint32_t layer, std::optional<ModelTensor> bias = std::nullopt) const {
-    const std::vector<int64_t> shape = expected_shape(weight, dims_);
-    Linear l{.out_features = to_u64(shape[0]), .in_features = to_u64(shape[1]), .weight = {}, .bias = {}};
-    RDRR_ASSIGN_OR_RETURN(l.weight, tensor(weight, layer));
-    if (bias) {
-      RDRR_ASSIGN_OR_RETURN(l.bias, tensor(*bias, layer));
-    }
-    return l;
-  }
-
-  Status load_attention(const convert::ModelConfig& c, uint32_t i, ReferenceModel::Layer& l) const;
-  Status load_mlp(const convert::ModelConfig& c, uint32_t i, ReferenceModel::Layer& l) const;
-  Status load_norms(const convert::ModelConfig& c, uint32_t i, ReferenceModel::Layer& l) const;
-
- private:
-  static uint64_t to_u64(int64_t v) { return static_cast<uint64_t>(v); }
-  static std::string shape_str(const std::vector<int64_t>& s) {
-    std::string out = "[";
-    for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
-    return out + "]";
-  }
-  const ReferenceWeights& w_;
-  ModelDims dims_;
-  TensorRoot root_;
-};
-
 namespace {
 
-// Rows [begin, begin + rows) of a fused linear (Phi-3 qkv_proj, gate_up_proj).
-Linear slice_rows(const Linear& fused, size_t begin, size_t rows) {
-  Linear l{.out_features = rows, .in_features = fused.in_features, .weight = {}, .bias = {}};
-  const auto first = fused.weight.begin() + static_cast<std::ptrdiff_t>(begin * fused.in_features);
-  l.weight.assign(first, first + static_cast<std::ptrdiff_t>(rows * fused.in_features));
+std::string shape_str(const std::vector<int64_t>& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+Status check_shape(const ReferenceWeights& w, const std::string& full, const std::vector<int64_t>& shape) {
+  RDRR_ASSIGN_OR_RETURN(const std::vector<int64_t> actual, w.shape(full));
+  if (actual != shape) {
+    return error(StatusCode::kValidation, "tensor " + full + ": shape " + shape_str(actual) + ", expected " +
+                                              shape_str(shape) + " from " + w.config_origin());
+  }
+  return Status::Ok();
+}
+
+// A linear map's source: rows [row_begin, row_begin + rows) of `weight` (shape checked), optional bias.
+Result<LinearSource> linear_source(const ReferenceWeights& w, const Architecture& a, const TensorRoot& root,
+                                   ModelTensor weight, uint32_t layer, std::optional<ModelTensor> bias = std::nullopt,
+                                   uint64_t row_begin = 0, uint64_t rows = 0) {
+  const ModelDims dims = model_dims(a);
+  const std::vector<int64_t> shape = expected_shape(weight, dims);
+  LinearSource l{.weight = model_tensor_name(weight, layer, root), .row_begin = row_begin,
+                 .rows = rows != 0 ? rows : static_cast<uint64_t>(shape[0]),
+                 .in_features = static_cast<uint64_t>(shape[1]), .bias = {}};
+  RDRR_RETURN_IF_ERROR(check_shape(w, l.weight, shape));
+  if (bias) {
+    l.bias = model_tensor_name(*bias, layer, root);
+    RDRR_RETURN_IF_ERROR(check_shape(w, l.bias, expected_shape(*bias, dims)));
+  }
   return l;
 }
-
-}  // namespace
-
-Status ReferenceLoader::load_attention(const convert::ModelConfig& c, uint32_t i, ReferenceModel::Layer& l) const {
-  const auto& a = c.architecture;
-  const uint64_t q_rows = a.num_attention_heads * a.head_dim, kv_rows = a.num_key_value_heads * a.head_dim;
-  const bool bias = c.inference.attention.attention_bias;
-  auto maybe = [&](ModelTensor b) { return bias ? std::optional<ModelTensor>(b) : std::nullopt; };
-  if (has(M::kQkvProj, i)) {
-    RDRR_ASSIGN_OR_RETURN(Linear qkv, linear(M::kQkvProj, i));
-    l.q = slice_rows(qkv, 0, q_rows);
-    l.k = slice_rows(qkv, q_rows, kv_rows);
-    l.v = slice_rows(qkv, q_rows + kv_rows, kv_rows);
-  } else {
-    RDRR_ASSIGN_OR_RETURN(l.q, linear(M::kQProj, i, maybe(M::kQBias)));
-    RDRR_ASSIGN_OR_RETURN(l.k, linear(M::kKProj, i, maybe(M::kKBias)));
-    RDRR_ASSIGN_OR_RETURN(l.v, linear(M::kVProj, i, maybe(M::kVBias)));
-  }
-  RDRR_ASSIGN_OR_RETURN(l.o, linear(M::kOProj, i));
-  if (c.inference.attention.query_key_norm) {
-    RDRR_ASSIGN_OR_RETURN(l.q_norm, tensor(M::kQNorm, i));
-    RDRR_ASSIGN_OR_RETURN(l.k_norm, tensor(M::kKNorm, i));
-  }
-  return Status::Ok();
-}
-
-Status ReferenceLoader::load_mlp(const convert::ModelConfig& c, uint32_t i, ReferenceModel::Layer& l) const {
-  if (!c.inference.ffn.gated) return error(StatusCode::kUnsupported, "verify reference: non-gated FFN");
-  const uint64_t f = c.architecture.intermediate_size;
-  if (has(M::kGateUpProj, i)) {
-    RDRR_ASSIGN_OR_RETURN(Linear fused, linear(M::kGateUpProj, i));
-    l.gate = slice_rows(fused, 0, f);
-    l.up = slice_rows(fused, f, f);
-  } else {
-    RDRR_ASSIGN_OR_RETURN(l.gate, linear(M::kGateProj, i));
-    RDRR_ASSIGN_OR_RETURN(l.up, linear(M::kUpProj, i));
-  }
-  RDRR_ASSIGN_OR_RETURN(l.down, linear(M::kDownProj, i));
-  return Status::Ok();
-}
-
-Status ReferenceLoader::load_norms(const convert::ModelConfig& c, uint32_t i, ReferenceModel::Layer& l) const {
-  const auto& n = c.inference.normalization;
-  RDRR_ASSIGN_OR_RETURN(l.input_norm, tensor(M::kInputNorm, i));
-  // Gemma: post_attention_layernorm normalises the attention output and pre_feedforward_layernorm the
-  // MLP input; elsewhere post_attention_layernorm is the MLP input norm.
-  if (n.post_attention_norm) {
-    RDRR_ASSIGN_OR_RETURN(l.post_attention_norm, tensor(M::kPostAttentionNorm, i));
-    if (n.pre_feedforward_norm) {
-      RDRR_ASSIGN_OR_RETURN(l.pre_feedforward_norm, tensor(M::kPreFeedforwardNorm, i));
-    }
-  } else if (n.pre_feedforward_norm) {
-    RDRR_ASSIGN_OR_RETURN(l.pre_feedforward_norm, tensor(M::kPostAttentionNorm, i));
-  }
-  if (n.post_feedforward_norm) {
-    RDRR_ASSIGN_OR_RETURN(l.post_feedforward_norm, tensor(M::kPostFeedforwardNorm, i));
-  }
-  return Status::Ok();
-}
-
-namespace {
 
 AttentionParams attention_params(const convert::ModelConfig& c, rdrr::LayerType type) {
   const auto& a = c.architecture;
@@ -149,9 +68,8 @@ AttentionParams attention_params(const convert::ModelConfig& c, rdrr::LayerType 
   return p;
 }
 
-// Root of the text model's tensors (rdrr/model_tensors.h): the plain one (CausalLM classes, packs and converter
-// sources) or, in Gemma 3 multimodal checkpoints, "model.language_model." (transformers 5) / "language_model.model."
-// (transformers 4), whichever holds the embedding.
+}  // namespace
+
 TensorRoot text_model_root(const ReferenceWeights& w) {
   for (const TensorRoot& root : kTensorRoots) {
     if (w.has(model_tensor_name(ModelTensor::kEmbedTokens, 0, root))) return root;
@@ -159,9 +77,109 @@ TensorRoot text_model_root(const ReferenceWeights& w) {
   return kPlainRoot;  // the load then fails naming model.embed_tokens.weight
 }
 
-// Root of lm_head: transformers 4 wrappers keep it under "language_model.", all others at the top.
 TensorRoot head_root(const ReferenceWeights& w) {
   return w.has(model_tensor_name(ModelTensor::kLmHead, 0, kLanguageModelRoot)) ? kLanguageModelRoot : kPlainRoot;
+}
+
+Result<std::vector<float>> read_checked(const ReferenceWeights& w, const Architecture& a, const TensorRoot& root,
+                                        ModelTensor t, uint32_t layer) {
+  const std::string full = model_tensor_name(t, layer, root);
+  RDRR_RETURN_IF_ERROR(check_shape(w, full, expected_shape(t, model_dims(a))));
+  return w.read_f32(full);
+}
+
+Result<LinearSource> matrix_source(const ReferenceWeights& w, const Architecture& a, const TensorRoot& root,
+                                   ModelTensor t) {
+  return linear_source(w, a, root, t, 0);
+}
+
+Result<LayerLinears> layer_linears(const ReferenceWeights& w, const convert::ModelConfig& c, const TensorRoot& root,
+                                   uint32_t i) {
+  const auto& a = c.architecture;
+  const uint64_t q_rows = a.num_attention_heads * a.head_dim, kv_rows = a.num_key_value_heads * a.head_dim;
+  const bool bias = c.inference.attention.attention_bias;
+  auto maybe = [&](ModelTensor b) { return bias ? std::optional<ModelTensor>(b) : std::nullopt; };
+  LayerLinears l;
+  auto at = [&l](LayerLinear which) -> LinearSource& { return l[static_cast<size_t>(which)]; };
+  if (w.has(model_tensor_name(M::kQkvProj, i, root))) {
+    RDRR_ASSIGN_OR_RETURN(at(LayerLinear::kQ), linear_source(w, a, root, M::kQkvProj, i, std::nullopt, 0, q_rows));
+    RDRR_ASSIGN_OR_RETURN(at(LayerLinear::kK),
+                          linear_source(w, a, root, M::kQkvProj, i, std::nullopt, q_rows, kv_rows));
+    RDRR_ASSIGN_OR_RETURN(at(LayerLinear::kV),
+                          linear_source(w, a, root, M::kQkvProj, i, std::nullopt, q_rows + kv_rows, kv_rows));
+  } else {
+    RDRR_ASSIGN_OR_RETURN(at(LayerLinear::kQ), linear_source(w, a, root, M::kQProj, i, maybe(M::kQBias)));
+    RDRR_ASSIGN_OR_RETURN(at(LayerLinear::kK), linear_source(w, a, root, M::kKProj, i, maybe(M::kKBias)));
+    RDRR_ASSIGN_OR_RETURN(at(LayerLinear::kV), linear_source(w, a, root, M::kVProj, i, maybe(M::kVBias)));
+  }
+  RDRR_ASSIGN_OR_RETURN(at(LayerLinear::kO), linear_source(w, a, root, M::kOProj, i));
+  if (!c.inference.ffn.gated) return error(StatusCode::kUnsupported, "verify reference: non-gated FFN");
+  const uint64_t f = a.intermediate_size;
+  if (w.has(model_tensor_name(M::kGateUpProj, i, root))) {
+    RDRR_ASSIGN_OR_RETURN(at(LayerLinear::kGate), linear_source(w, a, root, M::kGateUpProj, i, std::nullopt, 0, f));
+    RDRR_ASSIGN_OR_RETURN(at(LayerLinear::kUp), linear_source(w, a, root, M::kGateUpProj, i, std::nullopt, f, f));
+  } else {
+    RDRR_ASSIGN_OR_RETURN(at(LayerLinear::kGate), linear_source(w, a, root, M::kGateProj, i));
+    RDRR_ASSIGN_OR_RETURN(at(LayerLinear::kUp), linear_source(w, a, root, M::kUpProj, i));
+  }
+  RDRR_ASSIGN_OR_RETURN(at(LayerLinear::kDown), linear_source(w, a, root, M::kDownProj, i));
+  return l;
+}
+
+Result<LayerParams> layer_params(const ReferenceWeights& w, const convert::ModelConfig& c, const TensorRoot& root,
+                                 uint32_t i) {
+  const auto& a = c.architecture;
+  const auto& n = c.inference.normalization;
+  const auto read = [&](ModelTensor t) { return read_checked(w, a, root, t, i); };
+  LayerParams p;
+  if (c.inference.attention.query_key_norm) {
+    RDRR_ASSIGN_OR_RETURN(p.q_norm, read(M::kQNorm));
+    RDRR_ASSIGN_OR_RETURN(p.k_norm, read(M::kKNorm));
+  }
+  RDRR_ASSIGN_OR_RETURN(p.input_norm, read(M::kInputNorm));
+  // Gemma: post_attention_layernorm normalises the attention output and pre_feedforward_layernorm the
+  // MLP input; elsewhere post_attention_layernorm is the MLP input norm.
+  if (n.post_attention_norm) {
+    RDRR_ASSIGN_OR_RETURN(p.post_attention_norm, read(M::kPostAttentionNorm));
+    if (n.pre_feedforward_norm) {
+      RDRR_ASSIGN_OR_RETURN(p.pre_feedforward_norm, read(M::kPreFeedforwardNorm));
+    }
+  } else if (n.pre_feedforward_norm) {
+    RDRR_ASSIGN_OR_RETURN(p.pre_feedforward_norm, read(M::kPostAttentionNorm));
+  }
+  if (n.post_feedforward_norm) {
+    RDRR_ASSIGN_OR_RETURN(p.post_feedforward_norm, read(M::kPostFeedforwardNorm));
+  }
+  const auto& types = c.inference.attention.layer_types;
+  if (i >= types.size()) {
+    return error(StatusCode::kValidation, "layerTypes has " + std::to_string(types.size()) + " entries, expected " +
+                                              std::to_string(a.num_layers));
+  }
+  RDRR_ASSIGN_OR_RETURN(p.rope, make_rope_tables(c.inference.rope, a.head_dim, types[i]));
+  p.attention = attention_params(c, types[i]);
+  return p;
+}
+
+namespace {
+
+// A linear map held in memory (the double reference): its rows of the (maybe fused) weight, and its bias.
+Result<Linear> load_linear(const ReferenceWeights& w, const LinearSource& s) {
+  Linear l{.out_features = s.rows, .in_features = s.in_features, .weight = {}, .bias = {}};
+  l.weight.resize(s.rows * s.in_features);
+  RDRR_RETURN_IF_ERROR(w.read_rows_f32(s.weight, s.row_begin, s.rows, l.weight));
+  if (!s.bias.empty()) {
+    RDRR_ASSIGN_OR_RETURN(l.bias, w.read_f32(s.bias));
+  }
+  return l;
+}
+
+// The embedding or the head as a whole matrix.
+Result<Linear> load_matrix(const ReferenceWeights& w, const Architecture& a, const TensorRoot& root, ModelTensor t) {
+  const std::vector<int64_t> shape = expected_shape(t, model_dims(a));
+  Linear l{.out_features = static_cast<uint64_t>(shape[0]), .in_features = static_cast<uint64_t>(shape[1]),
+           .weight = {}, .bias = {}};
+  RDRR_ASSIGN_OR_RETURN(l.weight, read_checked(w, a, root, t));
+  return l;
 }
 
 }  // namespace
@@ -170,28 +188,22 @@ Result<ReferenceModel> ReferenceModel::load_weights(convert::ModelConfig config,
   ReferenceModel m;
   m.config_ = std::move(config);
   const auto& a = m.config_.architecture;
-  const auto& inf = m.config_.inference;
-  const ReferenceLoader ld(w, a, text_model_root(w));
-  RDRR_ASSIGN_OR_RETURN(m.embed_, ld.linear(M::kEmbedTokens, 0));
-  RDRR_ASSIGN_OR_RETURN(m.final_norm_, ld.tensor(M::kFinalNorm));
+  const TensorRoot root = text_model_root(w);
+  RDRR_ASSIGN_OR_RETURN(m.embed_, load_matrix(w, a, root, M::kEmbedTokens));
+  RDRR_ASSIGN_OR_RETURN(m.final_norm_, read_checked(w, a, root, M::kFinalNorm));
   // Tied embeddings: no lm_head (a pack or converter source never has one then); the embedding is used.
-  if (!m.config_.tied_embeddings && !inf.output.tie_word_embeddings) {
-    const ReferenceLoader top(w, a, head_root(w));
-    RDRR_ASSIGN_OR_RETURN(m.lm_head_, top.linear(M::kLmHead, 0));
+  if (!m.config_.tied_embeddings && !m.config_.inference.output.tie_word_embeddings) {
+    RDRR_ASSIGN_OR_RETURN(m.lm_head_, load_matrix(w, a, head_root(w), M::kLmHead));
   }
   m.layers_.resize(a.num_layers);
   for (uint32_t i = 0; i < a.num_layers; ++i) {
     Layer& l = m.layers_[i];
-    RDRR_RETURN_IF_ERROR(ld.load_attention(m.config_, i, l));
-    RDRR_RETURN_IF_ERROR(ld.load_mlp(m.config_, i, l));
-    RDRR_RETURN_IF_ERROR(ld.load_norms(m.config_, i, l));
-    if (i >= inf.attention.layer_types.size()) {
-      return error(StatusCode::kValidation, "layerTypes has " + std::to_string(inf.attention.layer_types.size()) +
-                                                " entries, expected " + std::to_string(a.num_layers));
+    RDRR_ASSIGN_OR_RETURN(const LayerLinears src, layer_linears(w, m.config_, root, i));
+    Linear* dst[] = {&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down};
+    for (size_t j = 0; j < src.size(); ++j) {
+      RDRR_ASSIGN_OR_RETURN(*dst[j], load_linear(w, src[j]));
     }
-    const rdrr::LayerType type = inf.attention.layer_types[i];
-    RDRR_ASSIGN_OR_RETURN(l.rope, make_rope_tables(inf.rope, a.head_dim, type));
-    l.attention = attention_params(m.config_, type);
+    RDRR_ASSIGN_OR_RETURN(l.params, layer_params(w, m.config_, root, i));
   }
   return m;
 }

@@ -9,10 +9,6 @@
 namespace rdrr::verify {
 namespace {
 
-void add_in_place(Matrix& h, const Matrix& x) {
-  for (size_t i = 0; i < h.data.size(); ++i) h.data[i] += x.data[i];
-}
-
 // Index of the largest logit (first on ties) and its margin over the runner-up.
 std::pair<int32_t, double> top1_with_margin(std::span<const double> row) {
   size_t best = 0;
@@ -42,50 +38,24 @@ Status ReferenceModel::check_tokens(std::span<const int32_t> tokens) const {
 
 void ReferenceModel::run_layer(const Layer& layer, Matrix& h, size_t index, KvCache& cache,
                                const LinearInputObserver* observer) const {
-  const auto observe = [&](LinearInput which, const Matrix& x) {
-    if (observer != nullptr) (*observer)(index, which, x);
+  const ApplyLinear apply = [&layer](LayerLinear which, const Matrix& x) {
+    switch (which) {
+      case LayerLinear::kQ: return linear(x, layer.q);
+      case LayerLinear::kK: return linear(x, layer.k);
+      case LayerLinear::kV: return linear(x, layer.v);
+      case LayerLinear::kO: return linear(x, layer.o);
+      case LayerLinear::kGate: return linear(x, layer.gate);
+      case LayerLinear::kUp: return linear(x, layer.up);
+      case LayerLinear::kDown: return linear(x, layer.down);
+    }
+    return Matrix();
   };
-  const auto& norm = config_.inference.normalization;
-  const double eps = norm.rms_norm_eps, offset = norm.weight_offset;
-  const size_t hd = layer.attention.head_dim;
-
-  Matrix x = h;
-  rms_norm(x, layer.input_norm, eps, offset, h.cols);
-  observe(LinearInput::kAttnIn, x);
-  Matrix q = linear(x, layer.q), k = linear(x, layer.k), v = linear(x, layer.v);
-  if (!layer.q_norm.empty()) {
-    rms_norm(q, layer.q_norm, eps, offset, hd);
-    rms_norm(k, layer.k_norm, eps, offset, hd);
+  ObserveLinearInput observe;
+  if (observer != nullptr) {
+    observe = [observer, index](LinearInput which, const Matrix& x) { (*observer)(index, which, x); };
   }
-  const size_t first = cache.length;
-  apply_rope(q, hd, layer.rope, first);
-  apply_rope(k, hd, layer.rope, first);
-  Matrix& kc = cache.k[index];
-  Matrix& vc = cache.v[index];
-  kc.cols = k.cols;
-  vc.cols = v.cols;
-  kc.data.insert(kc.data.end(), k.data.begin(), k.data.end());
-  vc.data.insert(vc.data.end(), v.data.begin(), v.data.end());
-  kc.rows = vc.rows = first + k.rows;
-  const Matrix mixed = attention(q, kc, vc, layer.attention, first);
-  observe(LinearInput::kAttnOut, mixed);
-  Matrix attn = linear(mixed, layer.o);
-  if (!layer.post_attention_norm.empty()) rms_norm(attn, layer.post_attention_norm, eps, offset, h.cols);
-  add_in_place(h, attn);
-
-  x = h;
-  if (!layer.pre_feedforward_norm.empty()) rms_norm(x, layer.pre_feedforward_norm, eps, offset, h.cols);
-  observe(LinearInput::kFfnIn, x);
-  Matrix gate = linear(x, layer.gate);
-  const Matrix up = linear(x, layer.up);
-  const bool gelu = config_.inference.ffn.activation == rdrr::Activation::kGeluTanh;
-  for (size_t i = 0; i < gate.data.size(); ++i) {
-    gate.data[i] = (gelu ? gelu_tanh(gate.data[i]) : silu(gate.data[i])) * up.data[i];
-  }
-  observe(LinearInput::kFfnMid, gate);
-  Matrix down = linear(gate, layer.down);
-  if (!layer.post_feedforward_norm.empty()) rms_norm(down, layer.post_feedforward_norm, eps, offset, h.cols);
-  add_in_place(h, down);
+  const BatchSegment whole{.row_begin = 0, .rows = h.rows, .k = &cache.k[index], .v = &cache.v[index]};
+  run_decoder_layer(config_, layer.params, apply, h, std::span(&whole, 1), observe);
 }
 
 Matrix ReferenceModel::hidden_states(std::span<const int32_t> tokens, bool last_only,
@@ -113,16 +83,13 @@ Matrix ReferenceModel::hidden_states(KvCache& cache, std::span<const int32_t> to
     std::copy(row.begin(), row.end(), last.data.begin());
     h = std::move(last);
   }
-  const auto& norm = config_.inference.normalization;
-  rms_norm(h, final_norm_, norm.rms_norm_eps, norm.weight_offset, hidden);
+  final_norm(config_, final_norm_, h);
   return h;
 }
 
 Matrix ReferenceModel::output_logits(const Matrix& h) const {
   Matrix logits = linear(h, lm_head_.weight.empty() ? embed_ : lm_head_);
-  if (const auto cap = config_.inference.output.final_logit_softcapping) {
-    for (double& l : logits.data) l = *cap * std::tanh(l / *cap);
-  }
+  softcap_logits(config_, logits);
   return logits;
 }
 

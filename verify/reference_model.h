@@ -17,6 +17,7 @@
 #include "convert/model_config.h"
 #include "rdrr/manifest.h"
 #include "quant/status.h"
+#include "verify/reference_layer.h"
 #include "verify/reference_ops.h"
 
 namespace rdrr::verify {
@@ -63,9 +64,9 @@ class ReferenceModel {
   // step, as the HF goldens do).
   Result<GreedyResult> greedy(std::span<const int32_t> prompt, size_t n_new) const;
 
-  // The inputs of a layer's linear maps: kAttnIn feeds q/k/v, kAttnOut o_proj, kFfnIn gate/up, kFfnMid down.
-  enum class LinearInput { kAttnIn = 0, kAttnOut = 1, kFfnIn = 2, kFfnMid = 3 };
-  static constexpr int kLinearInputs = 4;
+  // The inputs of a layer's linear maps (verify/reference_layer.h).
+  using LinearInput = verify::LinearInput;
+  static constexpr int kLinearInputs = verify::kLinearInputs;
   // Called with every linear input of every layer, in layer order: x is [tokens, in_features].
   using LinearInputObserver = std::function<void(size_t layer, LinearInput which, const Matrix& x)>;
   // Runs the forward pass of `tokens` (no logits) reporting every linear input. Errors: as logits.
@@ -85,12 +86,8 @@ class ReferenceModel {
  private:
   struct Layer {
     Linear q, k, v, o, gate, up, down;
-    std::vector<float> input_norm, post_attention_norm, pre_feedforward_norm, post_feedforward_norm;
-    std::vector<float> q_norm, k_norm;
-    RopeTables rope;
-    AttentionParams attention;
+    LayerParams params;
   };
-  friend class ReferenceLoader;
 
   static Result<ReferenceModel> load_weights(convert::ModelConfig config, const ReferenceWeights& weights);
 

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,12 @@ class ReferenceWeights {
   virtual Result<std::vector<int64_t>> shape(const std::string& name) const = 0;
   // Float32 values, row-major over shape(name).
   virtual Result<std::vector<float>> read_f32(const std::string& name) const = 0;
+  // Streaming reads (verify/stream_reference.h): the tensor seen as [shape[0], product of the rest] (a 1-D
+  // tensor is one row). Rows [row_begin, row_begin + rows) into `out` (rows x row length values); row_begin and
+  // rows must be multiples of row_alignment(name), except that a range may end at the last row. The default
+  // decodes the whole tensor and copies the rows (sources that cannot do better; quadratic if chunked).
+  virtual uint64_t row_alignment(const std::string& name) const;
+  virtual Status read_rows_f32(const std::string& name, uint64_t row_begin, uint64_t rows, std::span<float> out) const;
   // Where the expected shapes come from, for messages: "config.json", "the manifest", ...
   virtual std::string config_origin() const = 0;
 };

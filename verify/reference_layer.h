@@ -1,0 +1,58 @@
+// One decoder layer of the CPU reference (HF transformers semantics: norms, q/k norm, RoPE, causal GQA
+// attention, gated FFN, Gemma's post-norms), shared by both engines: ReferenceModel (weights held in memory,
+// double accumulation) and StreamingReference (weights streamed one layer at a time, f32 BLAS matmuls). The
+// linear maps are the caller's; everything else runs here in double (activations are a few rows: cheap).
+// Several sequences can share one call: their rows are stacked in h and the linear maps run once on all of
+// them, while RoPE and attention run per sequence against that sequence's KV cache.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "convert/model_config.h"
+#include "verify/reference_ops.h"
+
+namespace rdrr::verify {
+
+// The linear maps of a layer.
+enum class LayerLinear : uint8_t { kQ, kK, kV, kO, kGate, kUp, kDown };
+
+// The inputs of a layer's linear maps: kAttnIn feeds q/k/v, kAttnOut o_proj, kFfnIn gate/up, kFfnMid down.
+enum class LinearInput { kAttnIn = 0, kAttnOut = 1, kFfnIn = 2, kFfnMid = 3 };
+inline constexpr int kLinearInputs = 4;
+
+// The small per-layer tensors (f32) and resolved parameters; empty vectors are absent norms.
+struct LayerParams {
+  std::vector<float> input_norm, post_attention_norm, pre_feedforward_norm, post_feedforward_norm;
+  std::vector<float> q_norm, k_norm;
+  RopeTables rope;
+  AttentionParams attention;
+};
+
+// One sequence's rows [row_begin, row_begin + rows) of the batch. k / v hold the keys (after RoPE) and values
+// of every earlier position of the sequence in this layer; the new rows are at positions k->rows.. and are
+// appended.
+struct BatchSegment {
+  size_t row_begin = 0;
+  size_t rows = 0;
+  Matrix* k = nullptr;
+  Matrix* v = nullptr;
+};
+
+// y = W x for the layer's map `which` (x is [rows, in_features] of the whole batch).
+using ApplyLinear = std::function<Matrix(LayerLinear which, const Matrix& x)>;
+// Sees every linear input of the batch (calibration statistics); may be empty.
+using ObserveLinearInput = std::function<void(LinearInput which, const Matrix& x)>;
+
+// h [rows, hidden] <- the layer applied to h (residual stream in place).
+void run_decoder_layer(const convert::ModelConfig& config, const LayerParams& p, const ApplyLinear& linear,
+                       Matrix& h, std::span<const BatchSegment> segments, const ObserveLinearInput& observe);
+
+// Final RMSNorm then softcapping helpers used by both engines.
+void final_norm(const convert::ModelConfig& config, std::span<const float> weight, Matrix& h);
+void softcap_logits(const convert::ModelConfig& config, Matrix& logits);
+
+}  // namespace rdrr::verify

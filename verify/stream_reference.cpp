@@ -1,0 +1,359 @@
+// StreamingReference: layer-at-a-time passes over streamed weights (see the header).
+#include "verify/stream_reference.h"
+
+#include <cblas.h>
+#include <tbb/parallel_for.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <utility>
+
+#include "convert/source.h"
+#include "rdrr/manifest_json.h"
+#include "rdrr/shard_reader.h"
+#include "rdrr/validate.h"
+#include "verify/reference_load.h"
+#include "verify/reference_weights.h"
+
+extern "C" void openblas_set_num_threads(int num_threads);
+
+namespace rdrr::verify {
+
+struct StreamingReference::State {
+  StreamOptions options;
+  std::unique_ptr<convert::SourceModel> source;  // one of source / (manifest, reader) backs `weights`
+  std::unique_ptr<Manifest> manifest;
+  std::unique_ptr<ShardReader> reader;
+  std::unique_ptr<ReferenceWeights> weights;
+  convert::ModelConfig config;
+  LinearSource embed, head;  // head == embed when tied
+  std::vector<float> final_norm;
+  std::vector<LayerLinears> linears;
+  std::vector<LayerParams> params;
+};
+
+namespace {
+
+using M = ModelTensor;
+
+// The BLAS runs single-threaded inside each oneTBB task: one thread pool, and each chunk's sums in one order.
+void init_blas_once() {
+  static std::once_flag once;
+  std::call_once(once, [] { openblas_set_num_threads(1); });
+}
+
+Status resolve(StreamingReference::State& s) {
+  const ReferenceWeights& w = *s.weights;
+  const auto& a = s.config.architecture;
+  const TensorRoot root = text_model_root(w);
+  RDRR_ASSIGN_OR_RETURN(s.embed, matrix_source(w, a, root, M::kEmbedTokens));
+  RDRR_ASSIGN_OR_RETURN(s.final_norm, read_checked(w, a, root, M::kFinalNorm));
+  s.head = s.embed;
+  if (!s.config.tied_embeddings && !s.config.inference.output.tie_word_embeddings) {
+    RDRR_ASSIGN_OR_RETURN(s.head, matrix_source(w, a, head_root(w), M::kLmHead));
+  }
+  for (uint32_t i = 0; i < a.num_layers; ++i) {
+    RDRR_ASSIGN_OR_RETURN(LayerLinears l, layer_linears(w, s.config, root, i));
+    RDRR_ASSIGN_OR_RETURN(LayerParams p, layer_params(w, s.config, root, i));
+    s.linears.push_back(std::move(l));
+    s.params.push_back(std::move(p));
+  }
+  return Status::Ok();
+}
+
+uint64_t ceil_to(uint64_t v, uint64_t m) { return (v + m - 1) / m * m; }
+
+// Rows of one chunk task: a multiple of the tensor's row alignment.
+uint64_t chunk_rows(const StreamingReference::State& s, const LinearSource& src, uint64_t align) {
+  const uint64_t rows = std::max<uint64_t>(1, s.options.chunk_bytes / (src.in_features * sizeof(float)));
+  return ceil_to(rows, align);
+}
+
+// y [T, src.rows] (f32) = x [T, K] W^T over the map's rows, streamed in chunks on the tensor's aligned grid.
+Status streamed_matmul(const StreamingReference::State& s, const LinearSource& src, std::span<const float> x,
+                       size_t t_rows, std::vector<float>& y) {
+  const ReferenceWeights& w = *s.weights;
+  const uint64_t k = src.in_features, begin = src.row_begin, end = src.row_begin + src.rows;
+  RDRR_ASSIGN_OR_RETURN(const std::vector<int64_t> shape, w.shape(src.weight));
+  const uint64_t n = static_cast<uint64_t>(shape[0]);
+  const uint64_t align = std::max<uint64_t>(1, w.row_alignment(src.weight));
+  const uint64_t step = chunk_rows(s, src, align), first = begin / align * align;
+  const uint64_t read_end = std::min(n, ceil_to(end, align));
+  const uint64_t chunks = (read_end - first + step - 1) / step;
+  y.assign(t_rows * src.rows, 0.0f);
+  std::mutex mu;
+  Status failure = Status::Ok();
+  tbb::parallel_for(uint64_t{0}, chunks, [&](uint64_t c) {
+    // Per task, not thread_local: a thread waiting inside a nested parallel decode may start another chunk.
+    const uint64_t a = first + c * step, b = std::min(a + step, read_end);
+    std::vector<float> rows((b - a) * k);
+    Status st = w.read_rows_f32(src.weight, a, b - a, rows);
+    if (!st.ok()) {
+      const std::lock_guard lock(mu);
+      if (failure.ok()) failure = std::move(st);
+      return;
+    }
+    const uint64_t u0 = std::max(a, begin), u1 = std::min(b, end);
+    if (u1 <= u0) return;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(t_rows), static_cast<int>(u1 - u0),
+                static_cast<int>(k), 1.0f, x.data(), static_cast<int>(k), rows.data() + (u0 - a) * k,
+                static_cast<int>(k), 0.0f, y.data() + (u0 - begin), static_cast<int>(src.rows));
+  });
+  return failure;
+}
+
+// The map applied to activations x (double): f32 matmul, bias added, back to double.
+Result<Matrix> apply_linear(const StreamingReference::State& s, const LinearSource& src, const Matrix& x) {
+  std::vector<float> xf(x.data.size()), y;
+  for (size_t i = 0; i < xf.size(); ++i) xf[i] = static_cast<float>(x.data[i]);
+  RDRR_RETURN_IF_ERROR(streamed_matmul(s, src, xf, x.rows, y));
+  Matrix out(x.rows, src.rows);
+  for (size_t i = 0; i < y.size(); ++i) out.data[i] = y[i];
+  if (!src.bias.empty()) {
+    RDRR_ASSIGN_OR_RETURN(const std::vector<float> bias, s.weights->read_f32(src.bias));
+    for (size_t t = 0; t < out.rows; ++t) {
+      for (size_t o = 0; o < out.cols; ++o) out.data[t * out.cols + o] += bias[o];
+    }
+  }
+  return out;
+}
+
+// Embedding rows of `tokens` (each aligned group of the embedding decoded once), times the embedding scale.
+Result<Matrix> embed_tokens(const StreamingReference::State& s, std::span<const int32_t> tokens) {
+  const uint64_t hidden = s.embed.in_features, vocab = s.embed.rows;
+  const uint64_t align = std::max<uint64_t>(1, s.weights->row_alignment(s.embed.weight));
+  const double scale = s.config.inference.output.embedding_scale;
+  std::map<uint64_t, std::vector<float>> groups;
+  Matrix h(tokens.size(), hidden);
+  for (size_t t = 0; t < tokens.size(); ++t) {
+    const uint64_t id = static_cast<uint64_t>(tokens[t]), g = id / align * align;
+    auto it = groups.find(g);
+    if (it == groups.end()) {
+      const uint64_t rows = std::min(align, vocab - g);
+      std::vector<float> buf(rows * hidden);
+      RDRR_RETURN_IF_ERROR(s.weights->read_rows_f32(s.embed.weight, g, rows, buf));
+      it = groups.emplace(g, std::move(buf)).first;
+    }
+    const float* e = it->second.data() + (id - g) * hidden;
+    for (size_t i = 0; i < hidden; ++i) h.data[t * hidden + i] = static_cast<double>(e[i]) * scale;
+  }
+  return h;
+}
+
+// One sequence of a job: its KV cache per layer.
+struct Sequence {
+  std::vector<Matrix> k, v;
+};
+
+// h (the new rows of each sequence, stacked in `rows_of` order) through every layer.
+Status forward(const StreamingReference::State& s, Matrix& h, std::vector<Sequence>& seqs,
+               std::span<const std::pair<size_t, size_t>> rows_of,  // (sequence, rows) per segment
+               const ReferenceModel::LinearInputObserver* observer) {
+  for (size_t layer = 0; layer < s.linears.size(); ++layer) {
+    std::vector<BatchSegment> segments;
+    size_t row = 0;
+    for (const auto& [seq, rows] : rows_of) {
+      segments.push_back({.row_begin = row, .rows = rows, .k = &seqs[seq].k[layer], .v = &seqs[seq].v[layer]});
+      row += rows;
+    }
+    Status failure = Status::Ok();
+    const ApplyLinear apply = [&](LayerLinear which, const Matrix& x) {
+      const LinearSource& src = s.linears[layer][static_cast<size_t>(which)];
+      Result<Matrix> y = failure.ok() ? apply_linear(s, src, x) : Result<Matrix>(failure);
+      if (y.ok()) return std::move(*y);
+      if (failure.ok()) failure = y.status();
+      return Matrix(x.rows, src.rows);
+    };
+    ObserveLinearInput observe;
+    if (observer != nullptr) {
+      observe = [observer, layer](LinearInput which, const Matrix& x) { (*observer)(layer, which, x); };
+    }
+    run_decoder_layer(s.config, s.params[layer], apply, h, segments, observe);
+    RDRR_RETURN_IF_ERROR(failure.context("layer " + std::to_string(layer)));
+  }
+  return Status::Ok();
+}
+
+// Logits [rows, vocab] of the chosen rows of h (final norm, streamed head, softcapping).
+Result<Matrix> head_logits(const StreamingReference::State& s, const Matrix& h, std::span<const size_t> rows) {
+  Matrix x(rows.size(), h.cols);
+  for (size_t r = 0; r < rows.size(); ++r) {
+    std::copy_n(h.row(rows[r]).begin(), h.cols, x.row(r).begin());
+  }
+  final_norm(s.config, s.final_norm, x);
+  RDRR_ASSIGN_OR_RETURN(Matrix logits, apply_linear(s, s.head, x));
+  softcap_logits(s.config, logits);
+  return logits;
+}
+
+std::pair<int32_t, double> top1_with_margin(std::span<const double> row) {
+  size_t best = 0;
+  for (size_t i = 1; i < row.size(); ++i) {
+    if (row[i] > row[best]) best = i;
+  }
+  double second = -INFINITY;
+  for (size_t i = 0; i < row.size(); ++i) {
+    if (i != best && row[i] > second) second = row[i];
+  }
+  return {static_cast<int32_t>(best), row[best] - second};
+}
+
+Status check_request(const StreamRequest& r, size_t index, uint64_t vocab) {
+  const std::string what = "request " + std::to_string(index);
+  if (r.tokens.empty()) return error(StatusCode::kInvalidArgument, what + ": empty token sequence");
+  for (size_t t = 0; t < r.tokens.size(); ++t) {
+    if (r.tokens[t] < 0 || static_cast<uint64_t>(r.tokens[t]) >= vocab) {
+      return error(StatusCode::kInvalidArgument, what + ": token " + std::to_string(t) + " id " +
+                                                     std::to_string(r.tokens[t]) + " outside [0, " +
+                                                     std::to_string(vocab) + ")");
+    }
+  }
+  for (size_t i = 0; i < r.positions.size(); ++i) {
+    if (r.positions[i] >= r.tokens.size() || (i > 0 && r.positions[i] <= r.positions[i - 1])) {
+      return error(StatusCode::kInvalidArgument, what + ": positions must ascend inside the prompt of " +
+                                                     std::to_string(r.tokens.size()) + " tokens");
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+StreamingReference::StreamingReference(std::unique_ptr<State> s) : s_(std::move(s)) {}
+StreamingReference::StreamingReference(StreamingReference&&) noexcept = default;
+StreamingReference& StreamingReference::operator=(StreamingReference&&) noexcept = default;
+StreamingReference::~StreamingReference() = default;
+
+Result<StreamingReference> StreamingReference::open_source(const std::filesystem::path& src, StreamOptions options) {
+  init_blas_once();
+  auto s = std::make_unique<State>();
+  s->options = options;
+  // Unfused: a stored gate_up_proj (Phi-3) stays fused, and layer_linears splits it by rows.
+  RDRR_ASSIGN_OR_RETURN(convert::SourceModel source,
+                        convert::SourceModel::open(src, convert::SourceOptions{.fuse_gate_up = false}));
+  s->source = std::make_unique<convert::SourceModel>(std::move(source));
+  s->config = s->source->config();
+  s->weights = source_weights(*s->source);
+  RDRR_RETURN_IF_ERROR(resolve(*s).context(src.string()));
+  return StreamingReference(std::move(s));
+}
+
+Result<StreamingReference> StreamingReference::open_pack(const Manifest& manifest,
+                                                         const std::filesystem::path& pack_dir, StreamOptions options) {
+  init_blas_once();
+  const std::string ctx = "pack " + pack_dir.string();
+  RDRR_RETURN_IF_ERROR(
+      validate_model_parameters(manifest.architecture, manifest.inference, manifest.tokenizer).context(ctx));
+  auto s = std::make_unique<State>();
+  s->options = options;
+  s->manifest = std::make_unique<Manifest>(manifest);
+  Result<ShardReader> reader = ShardReader::open(pack_dir, manifest.shards);
+  if (!reader.ok()) return reader.status().context(ctx);
+  s->reader = std::make_unique<ShardReader>(std::move(*reader));
+  s->config = model_config_from_manifest(*s->manifest);
+  s->weights = pack_weights(*s->manifest, *s->reader);
+  RDRR_RETURN_IF_ERROR(resolve(*s).context(ctx));
+  return StreamingReference(std::move(s));
+}
+
+Result<StreamingReference> StreamingReference::open_pack(const std::filesystem::path& pack_dir,
+                                                         StreamOptions options) {
+  RDRR_ASSIGN_OR_RETURN(const Manifest manifest, read_manifest_file(pack_dir));
+  return open_pack(manifest, pack_dir, options);
+}
+
+const convert::ModelConfig& StreamingReference::config() const { return s_->config; }
+size_t StreamingReference::vocab_size() const { return s_->head.rows; }
+
+Result<std::vector<StreamResponse>> StreamingReference::run(std::span<const StreamRequest> requests,
+                                                            const ReferenceModel::LinearInputObserver* observer) const {
+  const State& s = *s_;
+  const size_t vocab = vocab_size(), layers = s.linears.size();
+  std::vector<Sequence> seqs(requests.size(), Sequence{std::vector<Matrix>(layers), std::vector<Matrix>(layers)});
+  std::vector<StreamResponse> out(requests.size());
+  // Pass 0: every prompt. Logits at the requested positions and at the last one (the first greedy token).
+  std::vector<int32_t> tokens;
+  std::vector<std::pair<size_t, size_t>> rows_of;
+  std::vector<size_t> wanted;  // rows of h whose logits are needed
+  for (size_t i = 0; i < requests.size(); ++i) {
+    RDRR_RETURN_IF_ERROR(check_request(requests[i], i, vocab));
+    const size_t base = tokens.size();
+    tokens.insert(tokens.end(), requests[i].tokens.begin(), requests[i].tokens.end());
+    rows_of.emplace_back(i, requests[i].tokens.size());
+    for (uint32_t p : requests[i].positions) wanted.push_back(base + p);
+    if (requests[i].greedy_steps > 0) wanted.push_back(base + requests[i].tokens.size() - 1);
+  }
+  if (tokens.empty()) return out;
+  RDRR_ASSIGN_OR_RETURN(Matrix h, embed_tokens(s, tokens));
+  RDRR_RETURN_IF_ERROR(forward(s, h, seqs, rows_of, observer));
+  RDRR_ASSIGN_OR_RETURN(const Matrix logits, head_logits(s, h, wanted));
+  std::vector<int32_t> next(requests.size(), 0);
+  size_t row = 0;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    for (size_t p = 0; p < requests[i].positions.size(); ++p, ++row) {
+      for (double v : logits.row(row)) out[i].logits.push_back(static_cast<float>(v));
+    }
+    if (requests[i].greedy_steps > 0) {
+      const auto [best, margin] = top1_with_margin(logits.row(row++));
+      out[i].greedy.token_ids.push_back(best);
+      out[i].greedy.top1_margins.push_back(margin);
+      next[i] = best;
+    }
+  }
+  // Greedy passes: the sequences still stepping run their last token, all together.
+  for (size_t step = 1;; ++step) {
+    std::vector<int32_t> step_tokens;
+    rows_of.clear();
+    for (size_t i = 0; i < requests.size(); ++i) {
+      if (step < requests[i].greedy_steps) {
+        step_tokens.push_back(next[i]);
+        rows_of.emplace_back(i, 1);
+      }
+    }
+    if (step_tokens.empty()) break;
+    RDRR_ASSIGN_OR_RETURN(Matrix hs, embed_tokens(s, step_tokens));
+    RDRR_RETURN_IF_ERROR(forward(s, hs, seqs, rows_of, observer));
+    std::vector<size_t> all(step_tokens.size());
+    for (size_t r = 0; r < all.size(); ++r) all[r] = r;
+    RDRR_ASSIGN_OR_RETURN(const Matrix step_logits, head_logits(s, hs, all));
+    for (size_t r = 0; r < rows_of.size(); ++r) {
+      const size_t i = rows_of[r].first;
+      const auto [best, margin] = top1_with_margin(step_logits.row(r));
+      out[i].greedy.token_ids.push_back(best);
+      out[i].greedy.top1_margins.push_back(margin);
+      next[i] = best;
+    }
+  }
+  return out;
+}
+
+Result<std::vector<float>> StreamingReference::logits(std::span<const int32_t> tokens) const {
+  StreamRequest r{.tokens = {tokens.begin(), tokens.end()}, .positions = {}, .greedy_steps = 0};
+  for (uint32_t p = 0; p < tokens.size(); ++p) r.positions.push_back(p);
+  RDRR_ASSIGN_OR_RETURN(std::vector<StreamResponse> out, run(std::span(&r, 1)));
+  return std::move(out[0].logits);
+}
+
+uint64_t StreamingReference::working_bytes(size_t rows, size_t logit_rows, size_t threads) const {
+  const State& s = *s_;
+  const auto& a = s.config.architecture;
+  uint64_t chunk = 0;
+  auto consider = [&](const LinearSource& src) {
+    const uint64_t align = std::max<uint64_t>(1, s.weights->row_alignment(src.weight));
+    chunk = std::max(chunk, chunk_rows(s, src, align) * src.in_features * sizeof(float));
+  };
+  consider(s.head);
+  for (const LayerLinears& l : s.linears) {
+    for (const LinearSource& src : l) consider(src);
+  }
+  const uint64_t width = std::max<uint64_t>(a.hidden_size, a.intermediate_size);
+  const uint64_t acts = rows * width * 8 * (sizeof(double) + sizeof(float));
+  const uint64_t kv = rows * a.num_layers * a.num_key_value_heads * a.head_dim * 2 * sizeof(double);
+  const uint64_t logits = logit_rows * s.head.rows * (2 * sizeof(double) + 2 * sizeof(float));
+  return chunk * threads + acts + kv + logits;
+}
+
+}  // namespace rdrr::verify
