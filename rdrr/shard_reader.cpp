@@ -130,6 +130,12 @@ Result<std::string> ShardReader::tensor_sha256(std::string_view name, const Tens
   return h.finish_hex();
 }
 
+void ShardReader::release_tensor(const TensorPlacement& placement) const {
+  for (const Span& s : placement.spans) {
+    if (s.shard_index < files_.size()) files_[s.shard_index].release(s.offset_bytes, s.size_bytes);
+  }
+}
+
 Status ShardReader::verify_shard(uint32_t index, std::string_view expected_sha256) const {
   if (index >= files_.size()) {
     return error(StatusCode::kInvalidArgument,

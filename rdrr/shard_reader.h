@@ -87,6 +87,9 @@ class ShardReader {
   Result<TensorBytes> tensor_bytes(std::string_view name, const TensorPlacement& placement) const;
   // Gathers into a caller buffer (e.g. a mapped staging buffer); out.size() must equal the tensor size.
   Status read_tensor(std::string_view name, const TensorPlacement& placement, std::span<std::byte> out) const;
+  // Drops the mapped pages of a tensor's spans from this process's RSS (the page cache keeps them; a later read
+  // faults them back in). Spans outside the files are ignored.
+  void release_tensor(const TensorPlacement& placement) const;
   // SHA-256 of a tensor's bytes (spans concatenated), lowercase hex.
   Result<std::string> tensor_sha256(std::string_view name, const TensorPlacement& placement) const;
 

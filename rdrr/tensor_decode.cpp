@@ -97,33 +97,6 @@ void decode_plain_rows(const TensorEntry& e, std::span<const std::byte> bytes, u
   }
 }
 
-// Block-quantized rows [r0, r0 + rows) (alignment already checked).
-Status decode_block_rows(const TensorEntry& e, std::span<const std::byte> bytes, uint64_t r0, uint64_t rows,
-                         std::span<float> out) {
-  const auto [n, k] = matrix_view(e);
-  const uint64_t b = static_cast<uint64_t>(quant::block_elems(e.dtype));
-  const uint64_t bb = static_cast<uint64_t>(quant::block_bytes(e.dtype));
-  const auto* src = reinterpret_cast<const uint8_t*>(bytes.data());
-  quant::DequantizeParams p{.dtype = e.dtype, .layout = *e.layout, .src = {}, .n_rows = static_cast<int64_t>(rows),
-                            .k_cols = static_cast<int64_t>(k), .dst = out};
-  if (*e.layout == quant::Layout::kColumnWise) {
-    // Block (input i, group g) holds rows g*B .. g*B+B-1 of input i: gather groups [r0/B, r0/B + c) of every input.
-    const uint64_t per_input = (n + b - 1) / b, c = (rows + b - 1) / b, g0 = r0 / b;
-    std::vector<uint8_t> gathered(k * c * bb);
-    for (uint64_t i = 0; i < k; ++i) std::memcpy(&gathered[i * c * bb], src + (i * per_input + g0) * bb, c * bb);
-    p.src = gathered;
-    return quant::dequantize_matrix(p);
-  }
-  if (*e.layout == quant::Layout::kFlat && k % b != 0) {  // aligned to every row: the whole tensor
-    p.src = {src, bytes.size()};
-    return quant::dequantize_matrix(p);
-  }
-  const uint64_t row_bytes = (k + b - 1) / b * bb;  // row_wise, or flat with whole-block rows (the same bytes)
-  p.layout = quant::Layout::kRowWise;
-  p.src = {src + r0 * row_bytes, rows * row_bytes};
-  return quant::dequantize_matrix(p);
-}
-
 }  // namespace
 
 uint64_t tensor_row_alignment(const TensorEntry& entry) {
@@ -146,28 +119,92 @@ Status decode_tensor_f32(const TensorEntry& entry, std::span<const std::byte> by
   return decode_unchecked(entry, bytes, out).context(ctx);
 }
 
-Status decode_tensor_rows_f32(const TensorEntry& entry, std::span<const std::byte> bytes, uint64_t row_begin,
-                              uint64_t rows, std::span<float> out) {
+namespace {
+
+std::string range_text(uint64_t row_begin, uint64_t rows, uint64_t n, uint64_t align) {
+  return "rows [" + std::to_string(row_begin) + ", " + std::to_string(row_begin + rows) + ") of " + std::to_string(n) +
+         " are not a range aligned to " + std::to_string(align) + " rows";
+}
+
+}  // namespace
+
+Result<std::vector<TensorByteRange>> tensor_row_byte_ranges(const TensorEntry& entry, uint64_t row_begin,
+                                                            uint64_t rows) {
   const std::string ctx = "tensor " + entry.name;
-  RDRR_RETURN_IF_ERROR(tensor_elem_count(entry).status());
-  RDRR_RETURN_IF_ERROR(check_tensor_bytes(entry, bytes, ctx));
+  RDRR_RETURN_IF_ERROR(tensor_elem_count(entry).status().context(ctx));
   const auto [n, k] = matrix_view(entry);
   const uint64_t align = tensor_row_alignment(entry);
   if (rows == 0 || row_begin > n || rows > n - row_begin || row_begin % align != 0 ||
       (rows % align != 0 && row_begin + rows != n)) {
-    return error(StatusCode::kInvalidArgument, ctx + ": rows [" + std::to_string(row_begin) + ", " +
-                                                   std::to_string(row_begin + rows) + ") of " + std::to_string(n) +
-                                                   " are not a range aligned to " + std::to_string(align) + " rows");
-  }
-  if (out.size() != rows * k) {
-    return error(StatusCode::kInvalidArgument, ctx + ": output of " + std::to_string(out.size()) +
-                                                   " floats, expected " + std::to_string(rows * k));
+    return error(StatusCode::kInvalidArgument, ctx + ": " + range_text(row_begin, rows, n, align));
   }
   if (!quant::is_block_quantized(entry.dtype)) {
-    decode_plain_rows(entry, bytes, row_begin * k, out);
+    const uint64_t elem = quant::block_bytes(entry.dtype);
+    return std::vector<TensorByteRange>{{row_begin * k * elem, rows * k * elem}};
+  }
+  const uint64_t b = static_cast<uint64_t>(quant::block_elems(entry.dtype));
+  const uint64_t bb = static_cast<uint64_t>(quant::block_bytes(entry.dtype));
+  if (*entry.layout == quant::Layout::kColumnWise) {
+    // Block (input i, group g) holds rows g*B .. g*B+B-1 of input i: groups [r0/B, r0/B + c) of every input.
+    const uint64_t per_input = (n + b - 1) / b, c = (rows + b - 1) / b, g0 = row_begin / b;
+    std::vector<TensorByteRange> out(k);
+    for (uint64_t i = 0; i < k; ++i) out[i] = {(i * per_input + g0) * bb, c * bb};
+    return out;
+  }
+  if (*entry.layout == quant::Layout::kFlat && k % b != 0) {  // aligned to every row: the whole tensor
+    return std::vector<TensorByteRange>{{0, quant::quantized_size_bytes(entry.dtype, quant::Layout::kFlat,
+                                                                        static_cast<int64_t>(n),
+                                                                        static_cast<int64_t>(k))}};
+  }
+  const uint64_t row_bytes = (k + b - 1) / b * bb;  // row_wise, or flat with whole-block rows (the same bytes)
+  return std::vector<TensorByteRange>{{row_begin * row_bytes, rows * row_bytes}};
+}
+
+Status decode_packed_rows_f32(const TensorEntry& entry, std::span<const std::byte> packed, uint64_t row_begin,
+                              uint64_t rows, std::span<float> out) {
+  const std::string ctx = "tensor " + entry.name;
+  RDRR_ASSIGN_OR_RETURN(const std::vector<TensorByteRange> ranges, tensor_row_byte_ranges(entry, row_begin, rows));
+  uint64_t want = 0;
+  for (const TensorByteRange& r : ranges) want += r.size;
+  const auto [n, k] = matrix_view(entry);
+  if (packed.size() != want || out.size() != rows * k) {
+    return error(StatusCode::kInvalidArgument, ctx + ": " + std::to_string(packed.size()) + " packed bytes and " +
+                                                   std::to_string(out.size()) + " floats, expected " +
+                                                   std::to_string(want) + " and " + std::to_string(rows * k));
+  }
+  if (!quant::is_block_quantized(entry.dtype)) {
+    decode_plain_rows(entry, packed, 0, out);
     return Status::Ok();
   }
-  return decode_block_rows(entry, bytes, row_begin, rows, out).context(ctx);
+  quant::DequantizeParams p{.dtype = entry.dtype, .layout = *entry.layout,
+                            .src = {reinterpret_cast<const uint8_t*>(packed.data()), packed.size()},
+                            .n_rows = static_cast<int64_t>(rows), .k_cols = static_cast<int64_t>(k), .dst = out};
+  // The packed bytes of a row range are a row_wise matrix of those rows (or a column_wise one of the row groups,
+  // or for an unaligned flat layout the whole tensor).
+  if (*entry.layout == quant::Layout::kFlat && k % static_cast<uint64_t>(quant::block_elems(entry.dtype)) == 0) {
+    p.layout = quant::Layout::kRowWise;
+  }
+  return quant::dequantize_matrix(p).context(ctx);
+}
+
+Status decode_tensor_rows_f32(const TensorEntry& entry, std::span<const std::byte> bytes, uint64_t row_begin,
+                              uint64_t rows, std::span<float> out, std::vector<uint8_t>* scratch) {
+  RDRR_RETURN_IF_ERROR(check_tensor_bytes(entry, bytes, "tensor " + entry.name));
+  RDRR_ASSIGN_OR_RETURN(const std::vector<TensorByteRange> ranges, tensor_row_byte_ranges(entry, row_begin, rows));
+  if (ranges.size() == 1) {
+    return decode_packed_rows_f32(entry, bytes.subspan(ranges[0].offset, ranges[0].size), row_begin, rows, out);
+  }
+  std::vector<uint8_t> local;
+  std::vector<uint8_t>& packed = scratch != nullptr ? *scratch : local;
+  uint64_t total = 0;
+  for (const TensorByteRange& r : ranges) total += r.size;
+  packed.resize(total);
+  uint64_t pos = 0;
+  for (const TensorByteRange& r : ranges) {
+    std::memcpy(packed.data() + pos, bytes.data() + r.offset, r.size);
+    pos += r.size;
+  }
+  return decode_packed_rows_f32(entry, std::as_bytes(std::span(packed)), row_begin, rows, out);
 }
 
 Result<std::vector<float>> read_tensor_f32(const ShardReader& reader, const TensorEntry& entry) {

@@ -33,12 +33,27 @@ Status decode_tensor_f32(const TensorEntry& entry, std::span<const std::byte> by
 // reference engine) size their chunks by it.
 uint64_t tensor_row_alignment(const TensorEntry& entry);
 
-// Decodes rows [row_begin, row_begin + rows) of the tensor whose stored bytes are `bytes` (the whole tensor)
-// into `out` (rows * row length values), row-major, the same values as decode_tensor_f32 of the whole tensor.
-// Errors, prefixed "tensor <name>: ": decode_tensor_f32's, kInvalidArgument (a range outside the rows or not
-// aligned to tensor_row_alignment, out size).
-Status decode_tensor_rows_f32(const TensorEntry& entry, std::span<const std::byte> bytes, uint64_t row_begin,
+// The stored bytes rows [row_begin, row_begin + rows) decode from, as (offset, size) ranges of the tensor's bytes in
+// order: one range for plain floats and row-contiguous blocks, one per input for column_wise (its B-row groups),
+// the whole tensor for a flat layout whose rows cut blocks. Errors: kInvalidArgument (a range outside the rows or
+// not aligned to tensor_row_alignment), kValidation (shape).
+struct TensorByteRange {
+  uint64_t offset = 0;
+  uint64_t size = 0;
+};
+Result<std::vector<TensorByteRange>> tensor_row_byte_ranges(const TensorEntry& entry, uint64_t row_begin,
+                                                            uint64_t rows);
+
+// Decodes rows [row_begin, row_begin + rows) from `packed`, the concatenation of tensor_row_byte_ranges' ranges,
+// into `out` (rows * row length values), row-major: the same values as decode_tensor_f32 of the whole tensor.
+// Errors, prefixed "tensor <name>: ": those of tensor_row_byte_ranges, kInvalidArgument (packed or out size).
+Status decode_packed_rows_f32(const TensorEntry& entry, std::span<const std::byte> packed, uint64_t row_begin,
                               uint64_t rows, std::span<float> out);
+
+// The same from the whole tensor's stored bytes (`bytes`, size checked); `scratch` (optional) is reused working
+// memory for ranges that are not one contiguous piece.
+Status decode_tensor_rows_f32(const TensorEntry& entry, std::span<const std::byte> bytes, uint64_t row_begin,
+                              uint64_t rows, std::span<float> out, std::vector<uint8_t>* scratch = nullptr);
 
 // Reads the tensor's bytes through `reader` (bounds-checked) and decodes them.
 Result<std::vector<float>> read_tensor_f32(const ShardReader& reader, const TensorEntry& entry);

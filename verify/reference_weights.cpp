@@ -1,6 +1,7 @@
 #include "verify/reference_weights.h"
 
 #include <algorithm>
+#include <cstring>
 #include <utility>
 
 #include "convert/tensor_view.h"
@@ -14,7 +15,7 @@ uint64_t ReferenceWeights::row_alignment(const std::string& name) const {
 }
 
 Status ReferenceWeights::read_rows_f32(const std::string& name, uint64_t row_begin, uint64_t rows,
-                                       std::span<float> out) const {
+                                       std::span<float> out, RowScratch&) const {
   RDRR_ASSIGN_OR_RETURN(const std::vector<float> all, read_f32(name));
   const uint64_t first = row_begin * (out.size() / std::max<uint64_t>(rows, 1));
   if (rows == 0 || first + out.size() > all.size()) {
@@ -61,15 +62,52 @@ class PackWeights final : public ReferenceWeights {
     const TensorEntry* e = find_tensor(m_, name);
     return e == nullptr ? 1 : tensor_row_alignment(*e);
   }
-  Status read_rows_f32(const std::string& name, uint64_t row_begin, uint64_t rows,
-                       std::span<float> out) const override {
+  Status read_rows_f32(const std::string& name, uint64_t row_begin, uint64_t rows, std::span<float> out,
+                       RowScratch& scratch) const override {
     RDRR_ASSIGN_OR_RETURN(const TensorEntry* e, get(name));
-    RDRR_ASSIGN_OR_RETURN(const TensorBytes bytes, reader_.tensor_bytes(e->name, e->placement));
-    return decode_tensor_rows_f32(*e, bytes.bytes(), row_begin, rows, out);
+    if (e->placement.spans.size() <= 1) {
+      RDRR_ASSIGN_OR_RETURN(const TensorBytes bytes, reader_.tensor_bytes(e->name, e->placement));
+      return decode_tensor_rows_f32(*e, bytes.bytes(), row_begin, rows, out, &scratch.bytes);
+    }
+    // A tensor that crosses shards: copy only the byte ranges these rows need out of its spans.
+    RDRR_ASSIGN_OR_RETURN(const std::vector<TensorByteRange> ranges, tensor_row_byte_ranges(*e, row_begin, rows));
+    RDRR_ASSIGN_OR_RETURN(const std::vector<std::span<const std::byte>> spans,
+                          reader_.tensor_spans(e->name, e->placement));
+    uint64_t total = 0;
+    for (const TensorByteRange& r : ranges) total += r.size;
+    scratch.bytes.resize(total);
+    auto* dst = reinterpret_cast<std::byte*>(scratch.bytes.data());
+    for (const TensorByteRange& r : ranges) {
+      RDRR_RETURN_IF_ERROR(copy_from_spans(spans, r, dst).context("tensor " + name));
+      dst += r.size;
+    }
+    return decode_packed_rows_f32(*e, std::as_bytes(std::span(scratch.bytes)), row_begin, rows, out);
+  }
+  void release_rows(const std::string& name, uint64_t, uint64_t) const override {
+    if (const TensorEntry* e = find_tensor(m_, name)) reader_.release_tensor(e->placement);  // whole tensor
+  }
+  uint64_t stored_bytes(const std::string& name) const override {
+    const TensorEntry* e = find_tensor(m_, name);
+    return e == nullptr ? 0 : e->placement.total_bytes();
   }
   std::string config_origin() const override { return "the manifest"; }
 
  private:
+  // Bytes [r.offset, r.offset + r.size) of the spans' concatenation into dst.
+  static Status copy_from_spans(std::span<const std::span<const std::byte>> spans, const TensorByteRange& r,
+                                std::byte* dst) {
+    uint64_t pos = 0, done = 0;
+    for (const auto& sp : spans) {
+      const uint64_t lo = std::max(r.offset + done, pos), hi = std::min(r.offset + r.size, pos + sp.size());
+      if (lo < hi) {
+        std::memcpy(dst + (lo - r.offset), sp.data() + (lo - pos), hi - lo);
+        done = hi - r.offset;
+      }
+      pos += sp.size();
+    }
+    if (done != r.size) return error(StatusCode::kValidation, "byte range past the tensor's spans");
+    return Status::Ok();
+  }
   Result<const TensorEntry*> get(const std::string& name) const {
     const TensorEntry* e = find_tensor(m_, name);
     if (e == nullptr) return error(StatusCode::kNotFound, "tensor " + name + ": not in the pack's manifest");
@@ -97,8 +135,8 @@ class SourceWeights final : public ReferenceWeights {
     return out;
   }
   uint64_t row_alignment(const std::string&) const override { return 1; }  // GGUF / SafeTensors rows stand alone
-  Status read_rows_f32(const std::string& name, uint64_t row_begin, uint64_t rows,
-                       std::span<float> out) const override {
+  Status read_rows_f32(const std::string& name, uint64_t row_begin, uint64_t rows, std::span<float> out,
+                       RowScratch& scratch) const override {
     RDRR_ASSIGN_OR_RETURN(const convert::SourceTensor* t, get(name));
     const auto r0 = static_cast<int64_t>(row_begin), r1 = static_cast<int64_t>(row_begin + rows);
     if (rows == 0 || r1 > t->rows() || out.size() != rows * static_cast<uint64_t>(t->cols())) {
@@ -106,8 +144,23 @@ class SourceWeights final : public ReferenceWeights {
                                                      std::to_string(r1) + ") of " + std::to_string(t->rows()) +
                                                      " into " + std::to_string(out.size()) + " floats");
     }
-    std::vector<float> scratch;
-    return convert::read_rows(*t, r0, r1, out, scratch).context("tensor " + name);
+    return convert::read_rows(*t, r0, r1, out, scratch.floats).context("tensor " + name);
+  }
+  void release_rows(const std::string& name, uint64_t row_begin, uint64_t rows) const override {
+    const auto it = index_.find(name);
+    if (it == index_.end()) return;
+    const convert::SourceTensor& t = source_.tensors()[it->second];
+    const auto n = static_cast<uint64_t>(t.rows());
+    if (row_begin >= n) return;
+    const auto r0 = static_cast<int64_t>(row_begin), r1 = static_cast<int64_t>(row_begin + std::min(rows, n - row_begin));
+    convert::release_rows(t, r0, r1, r1 == t.rows());
+  }
+  uint64_t stored_bytes(const std::string& name) const override {
+    const auto it = index_.find(name);
+    if (it == index_.end()) return 0;
+    uint64_t n = 0;
+    for (const convert::SourcePart& p : source_.tensors()[it->second].parts) n += p.stored.bytes.size();
+    return n;
   }
   std::string config_origin() const override {
     return source_.format() == SourceFormat::kGguf ? "the GGUF metadata" : "config.json";

@@ -32,8 +32,28 @@ class ReferenceWeights {
   // tensor is one row). Rows [row_begin, row_begin + rows) into `out` (rows x row length values); row_begin and
   // rows must be multiples of row_alignment(name), except that a range may end at the last row. The default
   // decodes the whole tensor and copies the rows (sources that cannot do better; quadratic if chunked).
+  // `scratch` is the caller's reusable working memory (one per concurrent reader).
+  struct RowScratch {
+    std::vector<float> floats;
+    std::vector<uint8_t> bytes;
+  };
   virtual uint64_t row_alignment(const std::string& name) const;
-  virtual Status read_rows_f32(const std::string& name, uint64_t row_begin, uint64_t rows, std::span<float> out) const;
+  virtual Status read_rows_f32(const std::string& name, uint64_t row_begin, uint64_t rows, std::span<float> out,
+                               RowScratch& scratch) const;
+  Status read_rows_f32(const std::string& name, uint64_t row_begin, uint64_t rows, std::span<float> out) const {
+    RowScratch scratch;
+    return read_rows_f32(name, row_begin, rows, out, scratch);
+  }
+  // Drops the memory-mapped pages of rows [row_begin, row_begin + rows) (or of the whole tensor when the rows are
+  // not contiguous bytes) from the process's RSS; the next read faults them back in from the page cache.
+  virtual void release_rows(const std::string& name, uint64_t row_begin, uint64_t rows) const {
+    (void)name, (void)row_begin, (void)rows;
+  }
+  // Bytes of the tensor as stored (0 when unknown): what reading it maps into the process.
+  virtual uint64_t stored_bytes(const std::string& name) const {
+    (void)name;
+    return 0;
+  }
   // Where the expected shapes come from, for messages: "config.json", "the manifest", ...
   virtual std::string config_origin() const = 0;
 };

@@ -9,6 +9,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <utility>
 
 #include "convert/source.h"
@@ -22,8 +23,55 @@ extern "C" void openblas_set_num_threads(int num_threads);
 
 namespace rdrr::verify {
 
+// Working memory of one chunk task, reused: fresh multi-MB buffers per chunk would cost a page fault and a
+// memset per page (most of the time, measured). A pool, not thread_local: a thread that waits inside a nested
+// parallel decode may start another chunk task.
+struct ChunkScratch {
+  std::vector<float> rows;
+  ReferenceWeights::RowScratch read;
+};
+
+class ScratchPool {
+ public:
+  std::unique_ptr<ChunkScratch> take() {
+    const std::lock_guard lock(mu_);
+    if (free_.empty()) return std::make_unique<ChunkScratch>();
+    std::unique_ptr<ChunkScratch> s = std::move(free_.back());
+    free_.pop_back();
+    return s;
+  }
+  void give(std::unique_ptr<ChunkScratch> s) {
+    const std::lock_guard lock(mu_);
+    free_.push_back(std::move(s));
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::unique_ptr<ChunkScratch>> free_;
+};
+
+// Tensors read since the last release, and their mapped bytes (StreamOptions::resident_bytes).
+class ResidentSet {
+ public:
+  void note(const ReferenceWeights& w, const std::string& name, uint64_t budget) {
+    const std::lock_guard lock(mu_);
+    if (names_.insert(name).second) bytes_ += w.stored_bytes(name);
+    if (bytes_ <= budget) return;
+    for (const std::string& n : names_) w.release_rows(n, 0, UINT64_MAX);
+    names_.clear();
+    bytes_ = 0;
+  }
+
+ private:
+  std::mutex mu_;
+  std::set<std::string> names_;
+  uint64_t bytes_ = 0;
+};
+
 struct StreamingReference::State {
   StreamOptions options;
+  mutable ScratchPool scratch;
+  mutable ResidentSet resident;
   std::unique_ptr<convert::SourceModel> source;  // one of source / (manifest, reader) backs `weights`
   std::unique_ptr<Manifest> manifest;
   std::unique_ptr<ShardReader> reader;
@@ -66,6 +114,24 @@ Status resolve(StreamingReference::State& s) {
 
 uint64_t ceil_to(uint64_t v, uint64_t m) { return (v + m - 1) / m * m; }
 
+// Rows of activations at or below which each row is a matrix-vector product: a GEMM would first repack the
+// weight chunk (measured: the repacking cost more than the products for decode steps).
+constexpr size_t kGemvMaxRows = 8;
+
+// y[t, 0..n) (row stride ldy) = x[t] . w[0..n) for t < t_rows; w is [n, k] row-major.
+void multiply_chunk(std::span<const float> x, size_t t_rows, const float* w, uint64_t n, uint64_t k, float* y,
+                    uint64_t ldy) {
+  const int ni = static_cast<int>(n), ki = static_cast<int>(k);
+  if (t_rows <= kGemvMaxRows) {
+    for (size_t t = 0; t < t_rows; ++t) {
+      cblas_sgemv(CblasRowMajor, CblasNoTrans, ni, ki, 1.0f, w, ki, x.data() + t * k, 1, 0.0f, y + t * ldy, 1);
+    }
+    return;
+  }
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(t_rows), ni, ki, 1.0f, x.data(), ki, w, ki,
+              0.0f, y, static_cast<int>(ldy));
+}
+
 // Rows of one chunk task: a multiple of the tensor's row alignment.
 uint64_t chunk_rows(const StreamingReference::State& s, const LinearSource& src, uint64_t align) {
   const uint64_t rows = std::max<uint64_t>(1, s.options.chunk_bytes / (src.in_features * sizeof(float)));
@@ -87,21 +153,21 @@ Status streamed_matmul(const StreamingReference::State& s, const LinearSource& s
   std::mutex mu;
   Status failure = Status::Ok();
   tbb::parallel_for(uint64_t{0}, chunks, [&](uint64_t c) {
-    // Per task, not thread_local: a thread waiting inside a nested parallel decode may start another chunk.
     const uint64_t a = first + c * step, b = std::min(a + step, read_end);
-    std::vector<float> rows((b - a) * k);
-    Status st = w.read_rows_f32(src.weight, a, b - a, rows);
+    std::unique_ptr<ChunkScratch> scratch = s.scratch.take();
+    std::vector<float>& rows = scratch->rows;
+    rows.resize((b - a) * k);
+    Status st = w.read_rows_f32(src.weight, a, b - a, rows, scratch->read);
+    const uint64_t u0 = std::max(a, begin), u1 = std::min(b, end);
+    if (st.ok() && u1 > u0) multiply_chunk(x, t_rows, rows.data() + (u0 - a) * k, u1 - u0, k,
+                                           y.data() + (u0 - begin), src.rows);
+    s.scratch.give(std::move(scratch));
     if (!st.ok()) {
       const std::lock_guard lock(mu);
       if (failure.ok()) failure = std::move(st);
-      return;
     }
-    const uint64_t u0 = std::max(a, begin), u1 = std::min(b, end);
-    if (u1 <= u0) return;
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(t_rows), static_cast<int>(u1 - u0),
-                static_cast<int>(k), 1.0f, x.data(), static_cast<int>(k), rows.data() + (u0 - a) * k,
-                static_cast<int>(k), 0.0f, y.data() + (u0 - begin), static_cast<int>(src.rows));
   });
+  s.resident.note(w, src.weight, s.options.resident_bytes);
   return failure;
 }
 
@@ -140,6 +206,7 @@ Result<Matrix> embed_tokens(const StreamingReference::State& s, std::span<const 
     const float* e = it->second.data() + (id - g) * hidden;
     for (size_t i = 0; i < hidden; ++i) h.data[t * hidden + i] = static_cast<double>(e[i]) * scale;
   }
+  s.resident.note(*s.weights, s.embed.weight, s.options.resident_bytes);
   return h;
 }
 

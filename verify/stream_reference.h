@@ -6,7 +6,8 @@
 // count). All sequences of a job go through each layer together (one sgemm per linear map for all of their
 // rows), the output head is streamed in vocabulary chunks, and greedy continuations are KV-cached and batched:
 // a job costs 1 + (greedy steps - 1) passes over the weights. Memory: one chunk of decoded rows per thread,
-// the activations and the KV caches of the job (independent of depth). Activations between the maps, norms,
+// at most StreamOptions::resident_bytes of mapped weights, the activations and the KV caches of the job
+// (independent of depth). Activations between the maps, norms,
 // RoPE and attention run in double as in ReferenceModel; matmuls accumulate in f32 (BLAS), so logits agree with
 // the double reference to f32 rounding (tests: verify/stream_reference_test.cpp).
 //
@@ -40,7 +41,11 @@ struct StreamResponse {
 };
 
 struct StreamOptions {
-  uint64_t chunk_bytes = 2ull << 20;  // f32 weight rows decoded per matmul task (rounded to the row alignment)
+  uint64_t chunk_bytes = 256ull << 10;  // f32 weight rows decoded per matmul task (rounded to the row alignment)
+  // Mapped weight bytes read since the last release that may stay in the process's RSS; past it, every tensor
+  // read since is released (madvise), and later reads fault the pages back in from the page cache. A model
+  // whose weights fit is read with no page faults after the first pass.
+  uint64_t resident_bytes = 1ull << 30;
 };
 
 class StreamingReference {
