@@ -212,6 +212,11 @@ Result<ConvertReport> convert_in_arena(const ConvertOptions& o, int threads, Clo
   pwo.shard_size_bytes = o.shard_size_bytes;
   pwo.sync_to_disk = o.sync_to_disk;
   RDRR_ASSIGN_OR_RETURN(PackWriter pack, PackWriter::create(o.out, pwo));
+  if (const std::vector<std::string>& stale = pack.removed_scratch(); !stale.empty()) {
+    report.warnings.push_back("removed " + std::to_string(stale.size()) +
+                              " temporary folder(s) left next to the output by killed conversions, e.g. " +
+                              stale.front());
+  }
   SourceHasher hasher(src.files());
 
   PipelineOptions po;

@@ -1,11 +1,17 @@
 #include "rdrr/pack_writer.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <charconv>
+#include <climits>
 #include <cstdio>
+#include <optional>
+#include <string_view>
 #include <system_error>
 #include <utility>
 
@@ -40,6 +46,45 @@ Status check_replaceable(const fs::path& out) {
                                                  "refusing to replace it even with force");
   }
   return Status::Ok();
+}
+
+// The pid in a scratch sibling name of the output `base`: "<base>.tmp-<pid>-<16 hex>" or
+// "<base>.old-<pid>-<16 hex>" (unique_suffix()); nullopt for any other name.
+std::optional<pid_t> scratch_sibling_pid(std::string_view name, std::string_view base) {
+  if (!name.starts_with(base)) return std::nullopt;
+  name.remove_prefix(base.size());
+  if (!name.starts_with(".tmp-") && !name.starts_with(".old-")) return std::nullopt;
+  name.remove_prefix(5);
+  const size_t dash = name.find('-');
+  if (dash == std::string_view::npos || dash == 0 || name.front() == '0') return std::nullopt;
+  const std::string_view hex = name.substr(dash + 1);
+  const auto is_hex = [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); };
+  if (hex.size() != 16 || !std::all_of(hex.begin(), hex.end(), is_hex)) return std::nullopt;
+  int64_t pid = 0;
+  const auto [end, ec] = std::from_chars(name.data(), name.data() + dash, pid);
+  if (ec != std::errc() || end != name.data() + dash || pid <= 0 || pid > INT_MAX) return std::nullopt;
+  return static_cast<pid_t>(pid);
+}
+
+// Removes the scratch siblings of `out` whose writer process no longer exists (kill(pid, 0) fails with
+// ESRCH): a killed writer never ran its destructor. Siblings of live processes (a concurrent writer, or
+// one whose pid was reused) and every other name are left alone. Best effort; returns the removed names.
+std::vector<std::string> remove_stale_scratch(const fs::path& parent, const std::string& base) {
+  std::vector<std::string> stale;
+  std::error_code ec;
+  for (fs::directory_iterator it(parent, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    const std::optional<pid_t> pid = scratch_sibling_pid(name, base);
+    if (pid && *pid != ::getpid() && ::kill(*pid, 0) != 0 && errno == ESRCH) stale.push_back(name);
+  }
+  std::sort(stale.begin(), stale.end());
+  std::vector<std::string> removed;
+  for (const std::string& name : stale) {  // after listing: never remove entries under a running iterator
+    std::error_code removal;
+    fs::remove_all(parent / name, removal);
+    if (!removal) removed.push_back(name);
+  }
+  return removed;
 }
 
 bool path_exists(const fs::path& p) {
@@ -133,6 +178,7 @@ Result<PackWriter> PackWriter::create(const fs::path& out_dir, PackWriterOptions
   PackWriter writer;
   writer.out_dir_ = out;
   writer.options_ = options;
+  writer.removed_scratch_ = remove_stale_scratch(parent, out.filename().string());
   const fs::path temp = parent / (out.filename().string() + ".tmp-" + unique_suffix());
   if (::mkdir(temp.c_str(), 0755) != 0) {
     const int err = errno;

@@ -19,6 +19,12 @@
 // complete pack); otherwise <out> is renamed to "<out>.old-<pid>-<hex>", the new pack renamed in (on
 // failure the old one is renamed back), and the old one removed. Removing the old pack is best effort.
 //
+// Killed writers (SIGKILL, power loss) leave their scratch siblings behind: create() removes every
+// "<out>.tmp-<pid>-<16 hex>" and "<out>.old-<pid>-<16 hex>" of the same <out> whose <pid> names no
+// running process (kill(pid, 0) fails with ESRCH), best effort, and lists them in removed_scratch().
+// Any other name, and the siblings of live processes (a concurrent writer), are left alone. The pid test
+// is local: two hosts writing the same <out> on a shared filesystem at once is not supported.
+//
 // Writing tools must call rdrr::ignore_sigxfsz() (file_io.h) so a file size limit is an error, not death.
 #pragma once
 
@@ -92,6 +98,8 @@ class PackWriter {
   const std::filesystem::path& temp_dir() const { return temp_.path; }
   const std::vector<PackFileEntry>& files() const { return files_; }
   bool committed() const { return committed_; }
+  // Names (in <out>'s parent, sorted) of the stale scratch siblings create() removed.
+  const std::vector<std::string>& removed_scratch() const { return removed_scratch_; }
 
  private:
   // Owns a directory tree and removes it on destruction (move clears the source).
@@ -120,6 +128,7 @@ class PackWriter {
   std::vector<PackFileEntry> files_;
   std::set<std::string, std::less<>> names_;
   std::set<std::filesystem::path> subdirs_;  // created inside the temporary directory
+  std::vector<std::string> removed_scratch_;
 };
 
 }  // namespace rdrr

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <string>
@@ -114,6 +115,66 @@ TEST(PackWriter, AbandonedWriterLeavesNothing) {
     EXPECT_TRUE(fs::exists(moved.temp_dir()));
   }
   EXPECT_TRUE(list_dir(tmp.path()).empty());
+}
+
+// The pid of a child that has exited and been reaped: no process has it (until the pid is reused).
+pid_t dead_pid() {
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  return child;
+}
+
+// A writer killed with SIGKILL leaves "<out>.tmp-<pid>-<hex>" (or, mid-swap, "<out>.old-<pid>-<hex>"); the
+// next create() for the same <out> removes those of dead pids and nothing else.
+TEST(PackWriter, CreateRemovesScratchOfKilledWritersOnly) {
+  TempDir tmp;
+  const std::string dead = std::to_string(dead_pid());
+  const std::string hex = "0123456789abcdef";
+  const std::vector<std::string> stale = {"model.old-" + dead + "-fedcba9876543210", "model.tmp-" + dead + "-" + hex};
+  const std::vector<std::string> kept = {
+      "model.tmp-" + std::to_string(::getpid()) + "-" + hex,   // this process: alive
+      "model.tmp-" + std::to_string(::getppid()) + "-" + hex,  // alive
+      "model.tmp-1-" + hex,                                    // init: alive (EPERM when not root)
+      "other.tmp-" + dead + "-" + hex,                         // another output's scratch
+      "model2.tmp-" + dead + "-" + hex,
+      "model.tmp-" + dead + "-0123456789ABCDEF",  // not what unique_suffix() writes
+      "model.tmp-" + dead + "-" + hex + "0",
+      "model.tmp-" + dead + "-" + hex.substr(1),
+      "model.tmp-0" + dead + "-" + hex,
+      "model.tmp--" + hex,
+      "model.bak-" + dead + "-" + hex,
+      "model.tmp-" + dead + "-" + hex + ".keep",
+  };
+  for (const std::string& name : stale) {
+    fs::create_directory(tmp / name);
+    testing_io::write_file(tmp / name / "shard_00000.bin", "partial");
+  }
+  testing_io::write_file(tmp / stale[0] / "manifest.json", "{}");  // an old pack moved aside mid-swap
+  for (const std::string& name : kept) {
+    fs::create_directory(tmp / name);
+    testing_io::write_file(tmp / name / "keep.txt", "keep");
+  }
+  Result<PackWriter> w = PackWriter::create(tmp / "model", small());
+  ASSERT_TRUE(w.ok()) << w.status().to_string();
+  EXPECT_EQ(w->removed_scratch(), stale);
+  for (const std::string& name : stale) EXPECT_FALSE(fs::exists(tmp / name)) << name;
+  for (const std::string& name : kept) EXPECT_EQ(slurp(tmp / name / "keep.txt"), "keep") << name;
+  ASSERT_TRUE(w->finish_shards().ok());
+  ASSERT_TRUE(w->commit("{}").ok());
+  EXPECT_TRUE(fs::exists(tmp / "model" / "manifest.json"));
+  // A stale file (not a folder) of the exact pattern goes too; a refused create() removes nothing.
+  testing_io::write_file(tmp / ("model.tmp-" + dead + "-" + hex), "x");
+  EXPECT_EQ(PackWriter::create(tmp / "model", small()).status().code(), StatusCode::kAlreadyExists);
+  EXPECT_TRUE(fs::exists(tmp / ("model.tmp-" + dead + "-" + hex)));
+  Result<PackWriter> again = PackWriter::create(tmp / "next", small());
+  ASSERT_TRUE(again.ok()) << again.status().to_string();
+  EXPECT_TRUE(again->removed_scratch().empty());
+  fs::remove_all(tmp / "model");
+  Result<PackWriter> third = PackWriter::create(tmp / "model", small());
+  ASSERT_TRUE(third.ok()) << third.status().to_string();
+  EXPECT_EQ(third->removed_scratch(), std::vector<std::string>{"model.tmp-" + dead + "-" + hex});
 }
 
 TEST(PackWriter, ExistingOutDirRefusedWithoutForce) {

@@ -1,6 +1,8 @@
 // rdrr-convert's failure modes, each through the built binary: the exit code of README "Exit codes" and a
 // fragment of the message. Hostile inputs are built in a temp folder from the tiny-llama fixture.
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -315,6 +317,49 @@ TEST(ConvertErrors, DiskFullLeavesNothing) {
   EXPECT_NE(r.err.find("shard_00000.bin"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(out));
   EXPECT_TRUE(fs::is_empty(tmp.path())) << "the temporary folder was not removed";
+}
+
+// Names in `dir` starting with `prefix`.
+std::vector<std::string> entries_starting_with(const fs::path& dir, const std::string& prefix) {
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.path().filename().string().starts_with(prefix)) names.push_back(e.path().filename().string());
+  }
+  return names;
+}
+
+// kill -9 mid-conversion leaves "<out>.tmp-<pid>-<hex>" behind (no destructor runs); the next conversion of the
+// same output removes it, since its pid is gone, and says so; the scratch folder of a live process stays.
+TEST(ConvertErrors, KilledConversionLeavesScratchThatTheNextRunRemoves) {
+  TempDir tmp;
+  const fs::path out = tmp / "pack";
+  const std::string src = hf_dir("tiny-llama").string();
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::execl(RDRR_CONVERT_BIN, RDRR_CONVERT_BIN, src.c_str(), out.c_str(), "--no-sync", "--quiet",
+            static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  const std::string killed_prefix = "pack.tmp-" + std::to_string(child) + "-";
+  for (int ms = 0; ms < 60000 && entries_starting_with(tmp.path(), killed_prefix).empty(); ++ms) ::usleep(1000);
+  ::kill(child, SIGKILL);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  if (fs::exists(out) || !WIFSIGNALED(status)) GTEST_SKIP() << "the conversion ended before it was killed";
+  ASSERT_EQ(entries_starting_with(tmp.path(), killed_prefix).size(), 1u) << "the killed run left no scratch folder";
+
+  const std::string live = "pack.tmp-" + std::to_string(::getpid()) + "-0123456789abcdef";
+  fs::create_directory(tmp / live);
+  const RunResult r = run_convert({src, out.string(), "--no-sync", "--quantize", "f16"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("warning: removed 1 temporary folder(s) left next to the output by killed conversions, e.g. " +
+                       killed_prefix),
+            std::string::npos)
+      << r.out;
+  EXPECT_TRUE(entries_starting_with(tmp.path(), killed_prefix).empty());
+  EXPECT_TRUE(fs::exists(tmp / live));
+  EXPECT_TRUE(fs::exists(out / "manifest.json"));
 }
 
 TEST(ConvertErrors, UsageErrors) {
