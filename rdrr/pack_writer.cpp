@@ -16,6 +16,9 @@
 #include <utility>
 
 #include "rdrr/file_io.h"
+#include "rdrr/manifest.h"
+#include "rdrr/manifest_json.h"
+#include "rdrr/mapped_file.h"
 
 namespace rdrr {
 namespace fs = std::filesystem;
@@ -31,21 +34,78 @@ Status bad_name(std::string_view name, std::string_view reason) {
 
 std::string unique_suffix() { return std::to_string(::getpid()) + "-" + random_hex_suffix(); }
 
-// The existing entry at `out` may be replaced (with force) only if it is a pack or an empty directory.
+Status refuse_replacing(const fs::path& out, const std::string& why) {
+  return error(StatusCode::kAlreadyExists,
+               out.string() + ": " + why + "; refusing to replace it even with force (nothing was changed)");
+}
+
+// The manifest of the pack at `out`, parsed (schema only: replacing needs to know what the pack lists, not
+// whether it is valid). Refusal when there is none or it is not an rdrr manifest.
+Result<Manifest> replaceable_manifest(const fs::path& out) {
+  const fs::path path = out / PackWriter::kManifestFilename;
+  std::error_code ec;
+  if (!fs::is_regular_file(fs::symlink_status(path, ec))) {
+    return refuse_replacing(out, "exists and is not an rdrr pack (no manifest.json file)");
+  }
+  Result<MappedFile> file = MappedFile::open(path);
+  if (!file.ok()) return file.status().context(out.string() + ": cannot read its manifest.json");
+  if (file->size_bytes() > kMaxManifestBytes) {
+    return refuse_replacing(out, "exists and is not an rdrr pack (manifest.json is larger than any rdrr manifest)");
+  }
+  const auto bytes = file->bytes();
+  Result<Manifest> m = parse_manifest(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()),
+                                      PackWriter::kManifestFilename);
+  if (!m.ok()) return refuse_replacing(out, "exists and is not an rdrr pack (" + m.status().message() + ")");
+  return m;
+}
+
+// The entries of `dir`, sorted by name; `dir` must be a real folder. kIo when it cannot be listed.
+Result<std::vector<fs::directory_entry>> sorted_entries(const fs::path& dir) {
+  std::vector<fs::directory_entry> entries;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    entries.push_back(*it);
+  }
+  if (ec) return error(StatusCode::kIo, dir.string() + ": cannot list: " + ec.message());
+  std::sort(entries.begin(), entries.end(),
+            [](const fs::directory_entry& a, const fs::directory_entry& b) { return a.path() < b.path(); });
+  return entries;
+}
+
+// Every entry of `dir` must be a non-folder whose pack-relative name (`prefix` + its name) is in `files`,
+// or, at the top, the golden folder (then checked the same way).
+Status check_only_listed(const fs::path& out, const fs::path& dir, const std::string& prefix,
+                         const std::set<std::string, std::less<>>& files) {
+  RDRR_ASSIGN_OR_RETURN(std::vector<fs::directory_entry> entries, sorted_entries(dir));
+  for (const fs::directory_entry& e : entries) {
+    const std::string name = prefix + e.path().filename().string();
+    std::error_code ec;
+    const bool is_dir = fs::is_directory(e.symlink_status(ec));
+    if (prefix.empty() && name == kGoldenDirName && is_dir) {
+      RDRR_RETURN_IF_ERROR(check_only_listed(out, e.path(), name + "/", files));
+    } else if (!files.contains(name)) {
+      return refuse_replacing(out, "is an rdrr pack that holds \"" + name + "\", which its manifest does not list");
+    } else if (is_dir) {
+      return refuse_replacing(out, "holds a folder \"" + name + "\" where its manifest lists a file");
+    }
+  }
+  return Status::Ok();
+}
+
+// With force, the existing entry at `out` may be replaced only if it is an empty folder, or an rdrr pack
+// (manifest.json parses as an rdrr manifest) holding nothing but what its manifest lists: manifest.json,
+// shards, tokenizer files, golden/ and its golden files. Anything else may be a user's data.
 Status check_replaceable(const fs::path& out) {
   std::error_code ec;
   const fs::file_status st = fs::symlink_status(out, ec);
-  if (!fs::is_directory(st)) {
-    return error(StatusCode::kAlreadyExists, out.string() + ": exists and is not a directory; refusing to replace it");
-  }
-  const bool has_manifest = fs::exists(out / PackWriter::kManifestFilename, ec);
-  const bool empty = fs::is_empty(out, ec) && !ec;
-  if (!has_manifest && !empty) {
-    return error(StatusCode::kAlreadyExists, out.string() +
-                                                 ": exists and is not an rdrr pack (no manifest.json); "
-                                                 "refusing to replace it even with force");
-  }
-  return Status::Ok();
+  if (!fs::is_directory(st)) return refuse_replacing(out, "exists and is not a directory");
+  if (fs::is_empty(out, ec) && !ec) return Status::Ok();
+  RDRR_ASSIGN_OR_RETURN(Manifest m, replaceable_manifest(out));
+  std::set<std::string, std::less<>> files{PackWriter::kManifestFilename};
+  for (const ShardInfo& s : m.shards) files.insert(s.filename);
+  for (const FileRecord& f : m.tokenizer.files) files.insert(f.name);
+  for (const GoldenFile& g : m.goldens) files.insert(g.name);
+  return check_only_listed(out, out, "", files);
 }
 
 // The pid in a scratch sibling name of the output `base`: "<base>.tmp-<pid>-<16 hex>" or

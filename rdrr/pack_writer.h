@@ -13,8 +13,11 @@
 //   RDRR_ASSIGN_OR_RETURN(PackFileEntry tok, pack.copy_file(src / "tokenizer.json", "tokenizer.json"));
 //   RDRR_RETURN_IF_ERROR(pack.commit(manifest_text));   // built from shards, placements, tok
 //
-// Replacing (force): the existing <out> must be a directory that is a pack (has manifest.json) or is
-// empty; anything else is refused even with force, so that a mistyped --out never deletes user data.
+// Replacing (force): the existing <out> must be an empty directory, or an rdrr pack holding only what its
+// manifest lists: manifest.json parses as an rdrr manifest (parse_manifest; not validated), and every
+// entry is manifest.json, a listed shard or tokenizer file, or golden/ holding only listed golden files.
+// Anything else (a foreign manifest.json, a file the manifest does not list) is refused even with force,
+// naming the first unexpected entry, so that a mistyped --out never deletes user data.
 // The swap uses renameat2(RENAME_EXCHANGE) where the filesystem supports it (atomic: <out> is always a
 // complete pack); otherwise <out> is renamed to "<out>.old-<pid>-<hex>", the new pack renamed in (on
 // failure the old one is renamed back), and the old one removed. Removing the old pack is best effort.
@@ -68,9 +71,9 @@ class PackWriter {
  public:
   static constexpr const char* kManifestFilename = "manifest.json";
 
-  // Errors: kAlreadyExists (out_dir exists and !force, or exists but is not a replaceable pack),
-  // kNotFound (parent directory missing), kIo (parent not a directory / not writable), each naming
-  // the path; kInvalidArgument (bad shard size).
+  // Errors: kAlreadyExists (out_dir exists and !force, or exists but is not a replaceable pack; nothing
+  // is changed then), kNotFound (parent directory missing), kIo (parent not a directory / not writable,
+  // or a pack's manifest.json that cannot be read), each naming the path; kInvalidArgument (bad shard size).
   static Result<PackWriter> create(const std::filesystem::path& out_dir, PackWriterOptions options = {});
 
   ~PackWriter();  // removes the temporary directory unless committed

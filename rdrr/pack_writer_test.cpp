@@ -5,10 +5,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "rdrr/io_test_util.h"
+#include "rdrr/manifest_testutil.h"
 #include "rdrr/sha256.h"
 #include "rdrr/shard_reader.h"
 #include "rdrr/test_temp_dir.h"
@@ -190,15 +193,101 @@ TEST(PackWriter, ExistingOutDirRefusedWithoutForce) {
   EXPECT_EQ(list_dir(tmp.path()), std::vector<std::string>{"model"});
 }
 
+// Every file below `dir` (relative, sorted) with its bytes.
+std::vector<std::pair<std::string, std::string>> tree(const fs::path& dir) {
+  std::vector<std::pair<std::string, std::string>> files;
+  for (const auto& e : fs::recursive_directory_iterator(dir)) {
+    const std::string rel = fs::relative(e.path(), dir).string();
+    files.emplace_back(rel, e.is_directory() ? std::string("<dir>") : slurp(e.path()));
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+// A pack as the converter leaves it (manifest, shards, tokenizer files, golden/), from the test helpers.
+void write_real_pack(const fs::path& out) {
+  ASSERT_TRUE(testing::write_pack_files(testing::tiny_gemma3_manifest(), out));
+  ASSERT_TRUE(fs::exists(out / "golden"));
+  ASSERT_TRUE(fs::exists(out / "tokenizer.json"));
+}
+
 TEST(PackWriter, ForceReplacesAnExistingPack) {
   TempDir tmp;
   const fs::path out = tmp.path() / "model";
-  write_pack(out, "old", false);
-  testing_io::write_file(out / "stale_extra.txt", "from the old pack");
+  write_real_pack(out);
   write_pack(out, "new", true);
   EXPECT_EQ(slurp(out / "manifest.json"), "new");
-  EXPECT_FALSE(fs::exists(out / "stale_extra.txt"));
+  EXPECT_EQ(list_dir(out), (std::vector<std::string>{"manifest.json", "shard_00000.bin", "shard_00001.bin"}));
   EXPECT_EQ(list_dir(tmp.path()), std::vector<std::string>{"model"});  // no .old-/.tmp- leftovers
+}
+
+// A pack holding anything its manifest does not list (a stale extra file, a note in golden/, a folder
+// where a shard belongs) may hold the user's files: refused, nothing changed, the first entry named.
+TEST(PackWriter, ForceRefusesAPackHoldingUnlistedEntries) {
+  struct Case {
+    const char* entry;
+    bool folder;
+    const char* fragment;
+  };
+  const Case cases[] = {
+      {"stale_extra.txt", false, "holds \"stale_extra.txt\", which its manifest does not list"},
+      {"golden/notes.txt", false, "holds \"golden/notes.txt\", which its manifest does not list"},
+      {"a_user_folder", true, "holds \"a_user_folder\", which its manifest does not list"},
+  };
+  for (const Case& c : cases) {
+    TempDir tmp;
+    const fs::path out = tmp.path() / "model";
+    write_real_pack(out);
+    if (c.folder) {
+      fs::create_directory(out / c.entry);
+      testing_io::write_file(out / c.entry / "thesis.tex", "precious");
+    } else {
+      testing_io::write_file(out / c.entry, "precious");
+    }
+    const auto before = tree(out);
+    const Result<PackWriter> w = PackWriter::create(out, small(true));
+    ASSERT_FALSE(w.ok()) << c.entry;
+    EXPECT_EQ(w.status().code(), StatusCode::kAlreadyExists);
+    EXPECT_NE(w.status().message().find(c.fragment), std::string::npos) << w.status().message();
+    EXPECT_NE(w.status().message().find("nothing was changed"), std::string::npos) << w.status().message();
+    EXPECT_EQ(tree(out), before) << c.entry;
+    EXPECT_EQ(list_dir(tmp.path()), std::vector<std::string>{"model"});
+  }
+  TempDir tmp;
+  const fs::path out = tmp.path() / "model";
+  write_real_pack(out);
+  fs::remove(out / "shard_00000.bin");
+  fs::create_directory(out / "shard_00000.bin");
+  testing_io::write_file(out / "shard_00000.bin" / "thesis.tex", "precious");
+  const Result<PackWriter> w = PackWriter::create(out, small(true));
+  EXPECT_EQ(w.status().code(), StatusCode::kAlreadyExists);
+  EXPECT_NE(w.status().message().find("holds a folder \"shard_00000.bin\" where its manifest lists a file"),
+            std::string::npos)
+      << w.status().message();
+  EXPECT_EQ(slurp(out / "shard_00000.bin" / "thesis.tex"), "precious");
+}
+
+// A folder with some other program's manifest.json (or one this writer did not write as a manifest) is not
+// a pack: --force refuses it and leaves every file as it was.
+TEST(PackWriter, ForceRefusesAForeignManifestJson) {
+  for (const std::string manifest : {"{\"name\": \"my-npm-thing\"}", "old", ""}) {
+    TempDir tmp;
+    const fs::path out = tmp.path() / "project";
+    fs::create_directories(out / "src");
+    testing_io::write_file(out / "manifest.json", manifest);
+    testing_io::write_file(out / "package.json", "{}");
+    testing_io::write_file(out / "src" / "index.js", "precious");
+    const auto before = tree(out);
+    const Result<PackWriter> w = PackWriter::create(out, small(true));
+    ASSERT_FALSE(w.ok()) << manifest;
+    EXPECT_EQ(w.status().code(), StatusCode::kAlreadyExists);
+    EXPECT_NE(w.status().message().find(out.string() + ": exists and is not an rdrr pack (manifest.json"),
+              std::string::npos)
+        << w.status().message();
+    EXPECT_NE(w.status().message().find("nothing was changed"), std::string::npos) << w.status().message();
+    EXPECT_EQ(tree(out), before);
+    EXPECT_EQ(list_dir(tmp.path()), std::vector<std::string>{"project"});
+  }
 }
 
 TEST(PackWriter, ForceReplacesAnEmptyDirectory) {

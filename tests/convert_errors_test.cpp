@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -319,12 +320,13 @@ TEST(ConvertErrors, DiskFullLeavesNothing) {
   EXPECT_TRUE(fs::is_empty(tmp.path())) << "the temporary folder was not removed";
 }
 
-// Names in `dir` starting with `prefix`.
+// Names in `dir` starting with `prefix`, sorted.
 std::vector<std::string> entries_starting_with(const fs::path& dir, const std::string& prefix) {
   std::vector<std::string> names;
   for (const auto& e : fs::directory_iterator(dir)) {
     if (e.path().filename().string().starts_with(prefix)) names.push_back(e.path().filename().string());
   }
+  std::sort(names.begin(), names.end());
   return names;
 }
 
@@ -360,6 +362,33 @@ TEST(ConvertErrors, KilledConversionLeavesScratchThatTheNextRunRemoves) {
   EXPECT_TRUE(entries_starting_with(tmp.path(), killed_prefix).empty());
   EXPECT_TRUE(fs::exists(tmp / live));
   EXPECT_TRUE(fs::exists(out / "manifest.json"));
+}
+
+// --force replaces only an rdrr pack holding nothing but what its manifest lists: a folder with another program's
+// manifest.json, or a pack the user put a file into, is refused (exit 7) with every file left as it was.
+TEST(ConvertErrors, ForceRefusesAFolderThatIsNotOnlyAPack) {
+  TempDir tmp;
+  const fs::path project = tmp / "project";
+  fs::create_directories(project);
+  write_text(project / "manifest.json", "{\"name\": \"my-npm-thing\"}");
+  write_text(project / "index.js", "precious");
+  const std::string src = hf_dir("tiny-llama").string();
+  const std::vector<std::string> flags = {"--quantize", "f16", "--no-sync", "--quiet", "--force"};
+  std::vector<std::string> args = {src, project.string()};
+  args.insert(args.end(), flags.begin(), flags.end());
+  expect_failure(run_convert(args), 7, project.string() + ": exists and is not an rdrr pack (manifest.json");
+  EXPECT_EQ(read_text(project / "manifest.json"), "{\"name\": \"my-npm-thing\"}");
+  EXPECT_EQ(read_text(project / "index.js"), "precious");
+
+  const fs::path pack = tmp / "pack";
+  args[1] = pack.string();
+  ASSERT_EQ(run_convert(args).exit_code, 0);
+  write_text(pack / "notes.txt", "precious");
+  expect_failure(run_convert(args), 7, "holds \"notes.txt\", which its manifest does not list");
+  EXPECT_EQ(read_text(pack / "notes.txt"), "precious");
+  fs::remove(pack / "notes.txt");
+  EXPECT_EQ(run_convert(args).exit_code, 0);  // the pack alone is replaced
+  EXPECT_EQ(entries_starting_with(tmp.path(), ""), (std::vector<std::string>{"pack", "project"}));
 }
 
 TEST(ConvertErrors, UsageErrors) {

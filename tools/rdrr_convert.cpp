@@ -66,7 +66,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--model-id", model_id, "manifest modelId (default: folder name or GGUF general.name)");
   app.add_flag("--dry-run", dry_run, "print the plan, write nothing");
-  app.add_flag("--force", force, "replace an existing pack at OUT");
+  app.add_flag("--force", force, "replace an existing pack at OUT (an rdrr pack holding only what it lists)");
   app.add_flag("--json", json, "print a machine-readable report on stdout");
   app.add_flag("--quiet", quiet, "no progress bar and no summary");
   app.add_flag("--allow-nonfinite", allow_nonfinite,
