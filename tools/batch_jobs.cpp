@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <system_error>
@@ -33,6 +34,58 @@ fs::path resolve(const fs::path& base_dir, const std::string& p) {
   return path.is_absolute() ? path.lexically_normal() : (base_dir / path).lexically_normal();
 }
 
+fs::path without_trailing_slash(fs::path p) {
+  while (!p.has_filename() && p.has_relative_path()) p = p.parent_path();  // "packs/p/" -> "packs/p"
+  return p;
+}
+
+// The folder an output names: absolute, symlinks and ".." resolved as far as it exists
+// (std::filesystem::weakly_canonical), lexically normal, no trailing slash.
+fs::path resolved_output(const fs::path& output) {
+  std::error_code ec;
+  fs::path abs = fs::absolute(output, ec);
+  if (ec) abs = output;
+  fs::path canonical = fs::weakly_canonical(abs, ec);
+  if (ec) canonical = abs;
+  return without_trailing_slash(canonical.lexically_normal());
+}
+
+std::string job_ref(const std::vector<Job>& jobs, size_t i) {
+  return "job " + std::to_string(i) + " '" + jobs[i].name + "' (" + jobs[i].output.string() + ")";
+}
+
+// No two outputs may be the same folder (also through a trailing slash, ".." or a symlink) or lie one inside
+// the other: the outer pack would hold the inner one's files and fail rdrr-verify. kValidation naming both.
+Status check_outputs_apart(const std::vector<Job>& jobs, const std::string& file) {
+  std::map<std::string, size_t> seen;  // resolved output (generic form) -> job index
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const fs::path key = resolved_output(jobs[i].output);
+    const std::string k = key.generic_string();
+    if (const auto same = seen.find(k); same != seen.end()) {
+      return error(StatusCode::kValidation, file + ": duplicate output: " + job_ref(jobs, i) + " and " +
+                                                job_ref(jobs, same->second) + " are the same folder " + k +
+                                                "; every job needs its own output folder");
+    }
+    auto nested = [&](size_t inner, size_t outer, const std::string& inner_key, const std::string& outer_key) {
+      return error(StatusCode::kValidation, file + ": nested outputs: " + job_ref(jobs, inner) + " lies inside " +
+                                                job_ref(jobs, outer) + " (" + inner_key + " inside " + outer_key +
+                                                "); a pack folder holds only its own files, so outputs must not nest");
+    };
+    for (fs::path p = key; p.has_relative_path();) {  // an earlier output that holds this one
+      p = p.parent_path();
+      if (const auto outer = seen.find(p.generic_string()); outer != seen.end()) {
+        return nested(i, outer->second, k, outer->first);
+      }
+    }
+    const std::string prefix = k.ends_with('/') ? k : k + "/";  // an earlier output inside this one
+    if (const auto inner = seen.lower_bound(prefix); inner != seen.end() && inner->first.starts_with(prefix)) {
+      return nested(inner->second, i, inner->first, k);
+    }
+    seen.emplace(k, i);
+  }
+  return Status::Ok();
+}
+
 Result<std::vector<std::string>> string_array(const nlohmann::json& j, const std::string& ctx) {
   if (!j.is_array()) return error(StatusCode::kSchema, ctx + ": expected an array of strings, got " + json_brief(j));
   std::vector<std::string> out;
@@ -57,7 +110,7 @@ Result<Job> job_from_json(const nlohmann::json& j, const fs::path& base_dir, con
     }
   }
   job.source = resolve(base_dir, j["source"].get<std::string>());
-  job.output = resolve(base_dir, j["output"].get<std::string>());
+  job.output = without_trailing_slash(resolve(base_dir, j["output"].get<std::string>()));
   if (j.contains("flags")) {
     RDRR_ASSIGN_OR_RETURN(job.convert_flags, string_array(j["flags"], ctx + ".flags"));
   }
@@ -98,7 +151,7 @@ Result<std::vector<Job>> parse_list(std::string_view text, const fs::path& base_
     }
     Job job;
     job.source = resolve(base_dir, w[0]);
-    job.output = resolve(base_dir, w[1]);
+    job.output = without_trailing_slash(resolve(base_dir, w[1]));
     job.convert_flags.assign(w.begin() + 2, w.end());
     jobs.push_back(std::move(job));
   }
@@ -153,19 +206,18 @@ Result<std::vector<Job>> parse_jobs(std::string_view text, const fs::path& jobs_
     RDRR_ASSIGN_OR_RETURN(jobs, parse_list(text, base_dir, file));
   }
   if (jobs.empty()) return error(StatusCode::kValidation, file + ": no jobs");
-  std::set<std::string> names;
-  std::set<fs::path> outputs;
-  for (size_t i = 0; i < jobs.size(); ++i) {
-    Job& job = jobs[i];
+  for (Job& job : jobs) {
     if (job.name.empty()) job.name = job.output.filename().string();
+  }
+  RDRR_RETURN_IF_ERROR(check_outputs_apart(jobs, file));
+  std::set<std::string> names;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const Job& job = jobs[i];
     const std::string ctx = file + ": job " + std::to_string(i) + " (" + job.output.string() + ")";
     if (!valid_name(job.name)) {
       return error(StatusCode::kValidation, ctx + ": name '" + job.name + "' must be 1-128 bytes of [A-Za-z0-9._-]");
     }
     if (!names.insert(job.name).second) return error(StatusCode::kValidation, ctx + ": duplicate name '" + job.name + "'");
-    if (!outputs.insert(job.output).second) {
-      return error(StatusCode::kValidation, ctx + ": duplicate output " + job.output.string());
-    }
   }
   return jobs;
 }

@@ -4,6 +4,8 @@
 //   {"jobs": [{"source": "models/llama", "output": "packs/llama-q4", "flags": ["--quantize", "q4_k_m"],
 //              "name": "llama-q4", "verify_flags": ["--skip-gpu"], "mem": "8G"}]}
 //   source, output: required strings; relative paths are taken from the jobs file's folder.
+//   Outputs are apart: no two are the same folder (after resolving a trailing slash, ".." and symlinks:
+//   weakly_canonical) and none lies inside another (the outer pack would hold the inner one's files).
 //   flags, verify_flags: optional string arrays passed to rdrr-convert / rdrr-verify.
 //   name: optional, default the output folder's name; names are unique ([A-Za-z0-9._-], 1-128 bytes).
 //   mem: optional memory estimate for the scheduler ("512M", "8G" or bytes); default estimate_job_mem_bytes.
@@ -31,8 +33,9 @@ struct Job {
 };
 
 // Errors (message names the file, the job index and the field): kParse (not JSON where JSON was
-// expected), kSchema (missing / wrongly typed / unknown field), kValidation (bad name, duplicate name or
-// output, empty list, bad mem), kNotFound / kIo (jobs file).
+// expected), kSchema (missing / wrongly typed / unknown field), kValidation (bad name, duplicate name,
+// outputs that are the same folder or nest (naming both jobs and paths), empty list, bad mem),
+// kNotFound / kIo (jobs file).
 Result<std::vector<Job>> parse_jobs(std::string_view text, const std::filesystem::path& jobs_file);
 Result<std::vector<Job>> read_jobs(const std::filesystem::path& jobs_file);
 

@@ -77,6 +77,63 @@ TEST(BatchJobs, Errors) {
   EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
 }
 
+// A JSON jobs file whose jobs write `outputs` (names out0, out1, ...), parsed from `dir`/jobs.json.
+Result<std::vector<Job>> jobs_writing(const fs::path& dir, const std::vector<std::string>& outputs) {
+  std::string text = "{\"jobs\": [";
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    text += std::string(i ? ", " : "") + "{\"source\": \"src\", \"output\": \"" + outputs[i] +
+            "\", \"name\": \"out" + std::to_string(i) + "\"}";
+  }
+  return parse_jobs(text + "]}", dir / "jobs.json");
+}
+
+// Two jobs writing the same folder (through a trailing slash, "..", or a symlink) or one inside the other
+// would leave an outer pack holding the inner one's files: the jobs file is refused, naming both jobs.
+TEST(BatchJobs, OutputsThatNestOrAliasAreRefused) {
+  const test::TempDir tmp;
+  const fs::path d = fs::canonical(tmp.path());
+  fs::create_directories(d / "real");
+  fs::create_directories(d / "x");
+  fs::create_directory_symlink(d / "real", d / "link");
+  const std::string dup = "duplicate output: ";
+  struct Case {
+    std::vector<std::string> outputs;
+    std::string fragment;
+  };
+  const Case cases[] = {
+      {{"a", "a/b"}, "nested outputs: job 1 'out1' (" + (d / "a/b").string() + ") lies inside job 0 'out0' (" +
+                         (d / "a").string() + ")"},
+      {{"a/b/c", "a"}, "nested outputs: job 0 'out0' (" + (d / "a/b/c").string() + ") lies inside job 1 'out1' ("},
+      {{"real/p", "real/p/"}, dup + "job 1 'out1' (" + (d / "real/p").string() + ") and job 0 'out0' (" +
+                                  (d / "real/p").string() + ") are the same folder " + (d / "real/p").string()},
+      {{"p", "x/../p/"}, dup + "job 1 'out1' (" + (d / "p").string() + ") and job 0 'out0'"},
+      {{"q", "x/../q"}, dup + "job 1 'out1'"},
+      {{"real/p", "link/p"}, dup + "job 1 'out1' (" + (d / "link/p").string() + ") and job 0 'out0' (" +
+                                 (d / "real/p").string() + ") are the same folder " + (d / "real/p").string()},
+      {{"link/p/q", "real"}, "nested outputs: job 0 'out0' (" + (d / "link/p/q").string() + ") lies inside job 1"},
+      {{"m", d.string() + "/m/"}, dup + "job 1 'out1'"},
+  };
+  for (const Case& c : cases) {
+    const Result<std::vector<Job>> r = jobs_writing(d, c.outputs);
+    ASSERT_FALSE(r.ok()) << c.outputs[0] << " " << c.outputs[1];
+    EXPECT_EQ(r.status().code(), StatusCode::kValidation);
+    EXPECT_NE(r.status().message().find(c.fragment), std::string::npos)
+        << "expected '" << c.fragment << "' in: " << r.status().message();
+    EXPECT_NE(r.status().message().find((d / "jobs.json").string()), std::string::npos) << r.status().message();
+  }
+  // Plain list: a trailing slash no longer hides the alias, and the default name drops it.
+  const Result<std::vector<Job>> list = parse_jobs("src/a out/p\nsrc/b out/p/\n", d / "jobs.txt");
+  EXPECT_EQ(list.status().code(), StatusCode::kValidation);
+  EXPECT_NE(list.status().message().find("duplicate output: job 1 'p'"), std::string::npos) << list.status().message();
+  const Result<std::vector<Job>> one = parse_jobs("src/a out/p/\n", d / "jobs.txt");
+  ASSERT_TRUE(one.ok()) << one.status().to_string();
+  EXPECT_EQ((*one)[0].name, "p");
+  EXPECT_EQ((*one)[0].output, d / "out/p");
+  // Siblings that share a prefix are apart.
+  const Result<std::vector<Job>> apart = jobs_writing(d, {"a", "ab", "a-b", "a.b", "b/a", "real/p", "link/q"});
+  EXPECT_TRUE(apart.ok()) << apart.status().to_string();
+}
+
 TEST(BatchJobs, ShardsPartitionTheJobs) {
   for (uint32_t n : {1u, 2u, 3u, 7u}) {
     std::vector<int> seen(10, 0);
