@@ -399,7 +399,7 @@ TEST(VerifyNegative, GoldensSkippedForMemoryAreNotAPassUntilMade) {
   o.preset = convert::Preset::kQ4_K_M;
   o.sync_to_disk = false;
   GoldenOptions g;
-  g.max_reference_bytes = 1 << 20;  // the engine holds a 2 MiB chunk per thread
+  g.max_reference_bytes = 1 << 20;  // below the engine's 1 GiB resident budget alone
   o.golden_writer = make_golden_writer(g);
   o.extra_flags = golden_flags(g);
   ASSERT_TRUE(convert::convert_model(o).ok());
@@ -476,7 +476,7 @@ TEST(GoldenWriter, SkipsWithAWarningWhenTheReferenceWouldNotFitInMemory) {
   o.preset = convert::Preset::kQ8_0;
   o.sync_to_disk = false;
   GoldenOptions g;
-  g.max_reference_bytes = 1 << 20;  // the engine holds a 2 MiB chunk of weight rows per thread
+  g.max_reference_bytes = 1 << 20;  // below the engine's 1 GiB resident budget alone
   o.golden_writer = make_golden_writer(g);
   o.extra_flags = golden_flags(g);
   Result<convert::ConvertReport> r = convert::convert_model(o);

@@ -64,7 +64,7 @@ struct GoldenPrompt {
 };
 
 struct GoldenProducer {
-  std::string producer;  // e.g. "rdrr-verify reference (double accumulation)"
+  std::string producer;  // e.g. "rdrr streaming CPU reference (f32 BLAS matmuls, double activations)"
   std::string weights;   // "safetensors", "gguf", "pack"
 };
 

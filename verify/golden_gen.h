@@ -35,8 +35,8 @@ Result<uint64_t> golden_working_bytes(const GoldenInputs& in);
 inline constexpr std::string_view kGoldenSkippedFlag = "golden-skipped";
 
 // The converter hook: generate_golden + encode_golden (no files when options.prompts is 0). When the streaming
-// reference would need more than options.max_reference_bytes (never at real sizes: it holds one chunk of weights
-// per thread), it writes no goldens, warns, and records golden-prompts "none" and golden-skipped (the reason);
+// reference would need more than options.max_reference_bytes (in practice only an injected limit: it holds a
+// chunk of weights per thread and at most StreamOptions::resident_bytes of mapped weights), it writes no goldens, warns, and records golden-prompts "none" and golden-skipped (the reason);
 // rdrr-verify then reports its output gates NOT RUN and exits kExitVerifyStructureOnly.
 convert::GoldenWriter make_golden_writer(const GoldenOptions& options);
 

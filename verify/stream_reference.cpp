@@ -420,7 +420,7 @@ uint64_t StreamingReference::working_bytes(size_t rows, size_t logit_rows, size_
   const uint64_t acts = rows * width * 8 * (sizeof(double) + sizeof(float));
   const uint64_t kv = rows * a.num_layers * a.num_key_value_heads * a.head_dim * 2 * sizeof(double);
   const uint64_t logits = logit_rows * s.head.rows * (2 * sizeof(double) + 2 * sizeof(float));
-  return chunk * threads + acts + kv + logits;
+  return chunk * threads + s.options.resident_bytes + acts + kv + logits;
 }
 
 }  // namespace rdrr::verify

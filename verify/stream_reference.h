@@ -75,8 +75,8 @@ class StreamingReference {
   // Logits of every position of one sequence, [tokens.size(), vocab] (ReferenceModel::logits' contract).
   Result<std::vector<float>> logits(std::span<const int32_t> tokens) const;
 
-  // Bytes a job of `rows` rows (prompt tokens of all requests) holds beside the mapped weights: decoded chunks
-  // for `threads` threads, activations, KV caches and the selected logits (an estimate within ~25%).
+  // Bytes a job of `rows` rows (prompt tokens of all requests) may hold: decoded chunks for `threads` threads, the
+  // resident budget of mapped weights, activations, KV caches and the selected logits (an upper estimate).
   uint64_t working_bytes(size_t rows, size_t logit_rows, size_t threads) const;
 
   struct State;  // opaque: the weight source and the resolved per-layer parameters
