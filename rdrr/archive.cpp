@@ -3,18 +3,22 @@
 #include <archive.h>
 #include <archive_entry.h>
 #include <fcntl.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "rdrr/manifest_json.h"
+#include "rdrr/mapped_file.h"
 #include "rdrr/validate.h"
 
 namespace rdrr {
@@ -39,7 +43,10 @@ bool safe_member_path(std::string_view p) {
   return true;
 }
 
-Status write_member(struct archive* a, const fs::path& dst, const std::string& ctx, uint64_t& total) {
+// Writes the current member's data to dst, stopping with kValidation once it passes `max_bytes` (its declared
+// size, or what the expansion bound leaves).
+Status write_member(struct archive* a, const fs::path& dst, const std::string& ctx, uint64_t max_bytes,
+                    uint64_t& total) {
   const int fd = ::open(dst.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) return error(StatusCode::kIo, ctx + ": cannot create " + dst.string() + ": " + std::strerror(errno));
   Status st = Status::Ok();
@@ -52,6 +59,11 @@ Status write_member(struct archive* a, const fs::path& dst, const std::string& c
     if (r == ARCHIVE_EOF) break;
     if (r != ARCHIVE_OK && r != ARCHIVE_WARN) {
       st = error(StatusCode::kParse, ctx + ": " + archive_error_string(a));
+      break;
+    }
+    if (static_cast<uint64_t>(offset) + size > max_bytes) {
+      st = error(StatusCode::kValidation, ctx + ": data runs past " + std::to_string(max_bytes) +
+                                              " bytes (its declared size or the archive's expansion bound)");
       break;
     }
     if (static_cast<uint64_t>(offset) != written) {  // sparse member: fill the hole
@@ -128,10 +140,48 @@ ExtractedArchive::~ExtractedArchive() {
   }
 }
 
-Result<ExtractedArchive> extract_archive(const fs::path& archive, const fs::path& temp_parent) {
+namespace {
+
+// Bytes free for us on the filesystem holding `dir` (UINT64_MAX when unknown).
+uint64_t free_bytes(const fs::path& dir) {
+  struct statvfs v {};
+  if (::statvfs(dir.c_str(), &v) != 0) return UINT64_MAX;
+  return static_cast<uint64_t>(v.f_bavail) * static_cast<uint64_t>(v.f_frsize);
+}
+
+// Refuses a member whose declared size would pass the expansion bound or the free space, before any byte of it
+// is written. Returns the most bytes its data may hold.
+Result<uint64_t> admit_member(const std::string& ctx, struct archive_entry* entry, uint64_t extracted,
+                              uint64_t allowance, const fs::path& root, const ExtractOptions& o) {
+  const bool declared = archive_entry_size_is_set(entry) != 0;
+  const uint64_t size = declared ? static_cast<uint64_t>(std::max<la_int64_t>(0, archive_entry_size(entry))) : 0;
+  if (extracted + size > allowance) {
+    return error(StatusCode::kValidation, ctx + ": declares " + std::to_string(size) + " bytes; with the " +
+                                              std::to_string(extracted) + " already extracted that passes the bound of " +
+                                              std::to_string(allowance) + " bytes (" + std::to_string(o.max_expansion) +
+                                              " x the archive, at least " + std::to_string(o.min_allowance_bytes) +
+                                              "); nothing of it was extracted");
+  }
+  const uint64_t avail = free_bytes(root);
+  if (avail != UINT64_MAX && size + o.free_space_margin_bytes > avail) {
+    return error(StatusCode::kNoSpace, ctx + ": declares " + std::to_string(size) + " bytes, " + root.string() +
+                                           " has " + std::to_string(avail) + " free; nothing of it was extracted");
+  }
+  return declared ? size : allowance - extracted;
+}
+
+}  // namespace
+
+Result<ExtractedArchive> extract_archive(const fs::path& archive, const fs::path& temp_parent,
+                                         const ExtractOptions& options) {
   const std::string name = archive.string();
   std::error_code ec;
   if (!fs::is_regular_file(archive, ec)) return error(StatusCode::kNotFound, name + ": archive not found");
+  const uint64_t archive_bytes = fs::file_size(archive, ec);
+  const uint64_t allowance = std::max(options.min_allowance_bytes,
+                                      archive_bytes > UINT64_MAX / options.max_expansion
+                                          ? UINT64_MAX
+                                          : archive_bytes * options.max_expansion);
   ArchivePtr a(archive_read_new());
   archive_read_support_filter_all(a.get());
   archive_read_support_format_tar(a.get());
@@ -174,9 +224,16 @@ Result<ExtractedArchive> extract_archive(const fs::path& archive, const fs::path
       continue;
     }
     if (!seen.insert(key).second) return error(StatusCode::kValidation, ctx + ": occurs twice");
+    RDRR_ASSIGN_OR_RETURN(const uint64_t max_bytes,
+                          admit_member(ctx, entry, out.extracted_bytes_, allowance, out.root_, options));
+    if (options.check_member) {
+      const uint64_t declared = archive_entry_size_is_set(entry) != 0 ? max_bytes : UINT64_MAX;
+      RDRR_RETURN_IF_ERROR(options.check_member(key, declared).context(ctx));
+    }
     fs::create_directories(dst.parent_path(), ec);
     if (ec) return error(StatusCode::kIo, ctx + ": " + ec.message());
-    RDRR_RETURN_IF_ERROR(write_member(a.get(), dst, ctx, out.extracted_bytes_));
+    RDRR_RETURN_IF_ERROR(write_member(a.get(), dst, ctx, max_bytes, out.extracted_bytes_));
+    if (options.member_written) RDRR_RETURN_IF_ERROR(options.member_written(key, dst).context(ctx));
   }
   if (seen.empty()) return error(StatusCode::kValidation, name + ": the archive holds no files");
   out.model_dir_ = out.root_;
@@ -290,7 +347,33 @@ Result<PackLocation> locate_pack(const fs::path& path, const fs::path& temp_pare
     return loc;
   }
   const fs::path parent = temp_parent.empty() ? fs::temp_directory_path(ec) : temp_parent;
-  RDRR_ASSIGN_OR_RETURN(ExtractedArchive x, extract_archive(path, parent));
+  // manifest.json first, then only what it lists, at the listed sizes: checked before each member is written.
+  std::optional<std::map<std::string, uint64_t>> listed;
+  ExtractOptions o;
+  o.check_member = [&listed](const std::string& member, uint64_t declared) -> Status {
+    if (!listed) {
+      if (member == "manifest.json") return Status::Ok();
+      return error(StatusCode::kValidation, "the first file of a pack archive must be manifest.json");
+    }
+    const auto it = listed->find(member);
+    if (it == listed->end()) return error(StatusCode::kValidation, "not a file the pack's manifest lists");
+    if (declared != UINT64_MAX && declared != it->second) {
+      return error(StatusCode::kValidation, "declares " + std::to_string(declared) + " bytes, the manifest lists " +
+                                                std::to_string(it->second));
+    }
+    return Status::Ok();
+  };
+  o.member_written = [&listed](const std::string& member, const fs::path& file) -> Status {
+    if (listed || member != "manifest.json") return Status::Ok();
+    RDRR_ASSIGN_OR_RETURN(const MappedFile f, MappedFile::open(file));
+    RDRR_ASSIGN_OR_RETURN(const Manifest m,
+                          parse_manifest(std::string_view(reinterpret_cast<const char*>(f.bytes().data()), f.bytes().size()),
+                                         "manifest.json"));
+    listed.emplace();
+    for (const ListedFile& lf : listed_files(m)) (*listed)[lf.name] = lf.size_bytes;
+    return Status::Ok();
+  };
+  RDRR_ASSIGN_OR_RETURN(ExtractedArchive x, extract_archive(path, parent, o));
   loc.dir = x.model_dir();
   loc.extracted = std::move(x);
   return loc;

@@ -3,12 +3,17 @@
 // compressed stream cannot give, so the members are streamed once into a private folder beside the output
 // and removed when the conversion ends (success or not).
 //
-// Accepted members: regular files and folders with relative paths; absolute paths, "..", links, devices,
-// duplicate paths and members beyond the size limit are errors naming the archive and the member.
+// Accepted members: regular files and folders with relative paths; absolute paths, "..", links, devices and
+// duplicate paths are errors naming the archive and the member. Nothing is extracted past the expansion bound
+// (ExtractOptions: by default 64 MiB or 100 x the archive's size, whichever is larger; real weights compress
+// about 1.1-1.5 x) or past the free space of the target filesystem: a member whose declared size would cross
+// either is refused before any of its bytes are written, and one whose data runs past its declared size or
+// the bound is stopped there.
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -21,6 +26,17 @@ bool is_archive_path(const std::filesystem::path& path);
 
 // "llama.tar.zst" -> "llama" (the model id a folder of that name would get).
 std::string archive_stem(const std::filesystem::path& path);
+
+struct ExtractOptions {
+  uint64_t max_expansion = 100;                // extracted bytes per archive byte ...
+  uint64_t min_allowance_bytes = 64ull << 20;  // ... or this many, whichever is larger
+  uint64_t free_space_margin_bytes = 64ull << 20;  // left free on the target filesystem
+  // Called before a regular member is written (path inside the archive, declared size): an error refuses the
+  // archive with nothing more written. Pack archives use it to accept only what the manifest lists.
+  std::function<Status(const std::string& member, uint64_t declared_bytes)> check_member;
+  // Called after a regular member is written, with its extracted path.
+  std::function<Status(const std::string& member, const std::filesystem::path& file)> member_written;
+};
 
 // Extracted contents; the folder is removed when this object is destroyed.
 class ExtractedArchive {
@@ -38,7 +54,8 @@ class ExtractedArchive {
   uint64_t extracted_bytes() const { return extracted_bytes_; }
 
  private:
-  friend Result<ExtractedArchive> extract_archive(const std::filesystem::path&, const std::filesystem::path&);
+  friend Result<ExtractedArchive> extract_archive(const std::filesystem::path&, const std::filesystem::path&,
+                                                  const ExtractOptions&);
   std::filesystem::path root_;
   std::filesystem::path model_dir_;
   uint64_t extracted_bytes_ = 0;
@@ -46,8 +63,10 @@ class ExtractedArchive {
 
 // Extracts `archive` into a new folder under `temp_parent` (".rdrr-src-<name>-<pid>-<n>").
 // Errors: kNotFound (archive missing), kParse (not an archive libarchive reads, corrupt data), kValidation
-// (unsafe or unsupported member), kIo / kNoSpace (writing).
-Result<ExtractedArchive> extract_archive(const std::filesystem::path& archive, const std::filesystem::path& temp_parent);
+// (unsafe or unsupported member, a member past the expansion bound or whose data exceeds its declared size),
+// kNoSpace (a member that would not fit the free space), kIo (writing), and check_member's.
+Result<ExtractedArchive> extract_archive(const std::filesystem::path& archive, const std::filesystem::path& temp_parent,
+                                         const ExtractOptions& options = {});
 
 // (2) Packs shipped as one file: `rdrr-pack PACK OUT.rdrr.tar.zst`. A pax tar, zstd-compressed, holding the
 // pack's files at its root with manifest.json first and then the other files sorted by name, every member
@@ -65,7 +84,9 @@ Status write_pack_archive(const std::filesystem::path& pack_dir, const std::file
                           const PackArchiveOptions& opts = {});
 
 // A pack given as a folder or as an archive (extracted into a private folder under temp_parent, default
-// the system temp folder, removed when the PackLocation is destroyed).
+// the system temp folder, removed when the PackLocation is destroyed). A pack archive must hold manifest.json
+// first (rdrr-pack writes it so); every later member must be a file the manifest lists, with the listed size,
+// else it is refused (kValidation, naming the member) before its bytes are written.
 struct PackLocation {
   std::filesystem::path dir;
   std::optional<ExtractedArchive> extracted;

@@ -7,6 +7,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "rdrr/manifest_json.h"
+#include "rdrr/manifest_testutil.h"
 #include "rdrr/test_temp_dir.h"
 
 namespace rdrr {
@@ -150,6 +152,63 @@ TEST(Archive, RejectsUnsafeMembers) {
   // Nothing is left behind by the failed extractions.
   for (const auto& e : fs::directory_iterator(d)) {
     EXPECT_NE(e.path().filename().string().rfind(".rdrr-src-", 0), 0u) << e.path();
+  }
+}
+
+// An archive bomb: a small archive whose member expands far past it is refused from the member's declared size,
+// before any of its bytes are written; the bound scales with the archive's size.
+TEST(Archive, RefusesMembersPastTheExpansionBound) {
+  const test::TempDir tmp;
+  const fs::path& d = tmp.path();
+  const fs::path bomb = d / "bomb.tar.zst";
+  write_archive(bomb, "ustar", "zstd", {{"config.json", "{}"}, {"model.safetensors", std::string(8u << 20, '\0')}});
+  ASSERT_LT(fs::file_size(bomb), 64u << 10);  // 8 MiB of zeros in a few KiB
+  ExtractOptions tight;
+  tight.min_allowance_bytes = 1u << 20;
+  Result<ExtractedArchive> x = extract_archive(bomb, d, tight);
+  ASSERT_FALSE(x.ok());
+  EXPECT_EQ(x.status().code(), StatusCode::kValidation) << x.status().to_string();
+  const std::string msg = x.status().to_string();
+  EXPECT_NE(msg.find("member 'model.safetensors': declares 8388608 bytes"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("nothing of it was extracted"), std::string::npos) << msg;
+  for (const auto& e : fs::directory_iterator(d)) {
+    EXPECT_NE(e.path().filename().string().rfind(".rdrr-src-", 0), 0u) << e.path();
+  }
+  // The default bound (64 MiB at least) takes it; so does a ratio that covers it.
+  EXPECT_TRUE(extract_archive(bomb, d).ok());
+  ExtractOptions wide = tight;
+  wide.max_expansion = 100000;
+  EXPECT_TRUE(extract_archive(bomb, d, wide).ok());
+}
+
+// A pack archive holds manifest.json first and then only the files it lists, at their sizes; anything else is
+// refused before its bytes are written.
+TEST(Archive, PackArchiveMembersMustBeListedByTheManifest) {
+  const test::TempDir tmp;
+  const fs::path& d = tmp.path();
+  const Manifest m = testing::tiny_gemma3_manifest();
+  const std::string manifest = serialize_manifest(m);
+  const ShardInfo& shard = m.shards.at(0);
+  struct Case {
+    std::string name;
+    std::vector<Member> members;
+    std::string fragment;
+  };
+  const std::vector<Case> cases = {
+      {"first.rdrr.tar.zst", {{"notes.txt", "x"}, {"manifest.json", "{}"}}, "must be manifest.json"},
+      {"extra.rdrr.tar.zst", {{"manifest.json", manifest}, {"notes.txt", "x"}}, "not a file the pack's manifest lists"},
+      {"size.rdrr.tar.zst",
+       {{"manifest.json", manifest}, {shard.filename, std::string(shard.size_bytes + 1, 'x')}},
+       "declares " + std::to_string(shard.size_bytes + 1) + " bytes, the manifest lists " +
+           std::to_string(shard.size_bytes)},
+  };
+  for (const Case& c : cases) {
+    write_archive(d / c.name, "ustar", "zstd", c.members);
+    Result<PackLocation> loc = locate_pack(d / c.name, d);
+    ASSERT_FALSE(loc.ok()) << c.name;
+    EXPECT_EQ(loc.status().code(), StatusCode::kValidation) << loc.status().to_string();
+    EXPECT_NE(loc.status().to_string().find(c.fragment), std::string::npos) << loc.status().to_string();
+    EXPECT_FALSE(fs::exists(d / "notes.txt"));
   }
 }
 

@@ -4,7 +4,9 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "quant/status.h"
 #include "rdrr/manifest.h"
@@ -45,5 +47,14 @@ struct ValidateOptions {
 // file or an unlisted file, kIntegrity for a hash mismatch, kIo when something cannot be read;
 // verify_file's status as it returns it (with the file named in front).
 Status validate_pack(const Manifest& m, const std::filesystem::path& pack_dir, const ValidateOptions& options = {});
+
+// The files a pack's manifest lists beside manifest.json: shards, tokenizer files, goldens.
+struct ListedFile {
+  std::string name;  // relative to the pack directory
+  uint64_t size_bytes;
+  std::string_view sha256_hex;
+  std::string what;  // "shard 3", "tokenizer file", "golden file"
+};
+std::vector<ListedFile> listed_files(const Manifest& m);
 
 }  // namespace rdrr

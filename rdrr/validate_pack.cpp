@@ -13,22 +13,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct ListedFile {
-  std::string name;  // relative to the pack directory
-  uint64_t size_bytes;
-  std::string_view sha256_hex;
-  std::string what;  // "shard 3", "tokenizer file", "golden file"
-};
-
-std::vector<ListedFile> listed_files(const Manifest& m) {
-  std::vector<ListedFile> files;
-  for (const ShardInfo& s : m.shards) {
-    files.push_back({s.filename, s.size_bytes, s.sha256_hex, "shard " + std::to_string(s.index)});
-  }
-  for (const FileRecord& f : m.tokenizer.files) files.push_back({f.name, f.size_bytes, f.sha256_hex, "tokenizer file"});
-  for (const GoldenFile& g : m.goldens) files.push_back({g.name, g.size_bytes, g.sha256_hex, "golden file"});
-  return files;
-}
 
 // kNotFound when absent, kValidation when not a regular file (symlinks included), kIo otherwise.
 Status check_regular_file(const fs::path& path, const std::string& what) {
@@ -85,6 +69,16 @@ Status check_no_unlisted(const fs::path& dir, const std::string& prefix, const s
 }
 
 }  // namespace
+
+std::vector<ListedFile> listed_files(const Manifest& m) {
+  std::vector<ListedFile> files;
+  for (const ShardInfo& sh : m.shards) {
+    files.push_back({sh.filename, sh.size_bytes, sh.sha256_hex, "shard " + std::to_string(sh.index)});
+  }
+  for (const FileRecord& f : m.tokenizer.files) files.push_back({f.name, f.size_bytes, f.sha256_hex, "tokenizer file"});
+  for (const GoldenFile& g : m.goldens) files.push_back({g.name, g.size_bytes, g.sha256_hex, "golden file"});
+  return files;
+}
 
 Status validate_pack(const Manifest& m, const fs::path& pack_dir, const ValidateOptions& options) {
   RDRR_RETURN_IF_ERROR(validate_manifest(m));
