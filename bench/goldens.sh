@@ -7,10 +7,12 @@
 #                       the CPU gates (the pack reference again)
 #   verify_cpu          rdrr-verify P --skip-gpu (gates 5-6 on the streaming reference of the pack)
 #   convert_default     rdrr-convert SRC P2 --quantize q4_k_m --q4k-layout column_wise (goldens included)
+#   verify_gpu, run_64  with --gpu only: rdrr-verify P2 (Vulkan) and rdrr-run P2 --tokens 1,...,8 -n 64
 #
 #   bench/goldens.sh --shape llama-3.2-1b        generate a random-weight checkpoint into a temp dir first
 #   bench/goldens.sh MODEL_DIR                   an existing HF folder
-# Options: --threads N (default nproc), --steps LIST (comma-separated subset of the steps above, default all),
+# Options: --threads N (default nproc), --steps LIST (comma-separated subset of the steps above, default all
+#          but the --gpu ones), --gpu (add verify_gpu and run_64),
 #          --build-dir DIR (default $RDRR_BUILD_DIR or build/), --keep.
 # JSON fields: shape, step, threads, wall_s, peak_rss_bytes ("Maximum resident set size"), user_s, exit_code.
 set -euo pipefail
@@ -19,7 +21,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build_dir="${RDRR_BUILD_DIR:-$here/build}"
 model="" shape="" threads="$(nproc)" keep=0 steps="convert_no_goldens,make_goldens,verify_cpu,convert_default"
 
-usage() { sed -n '2,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,18p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --shape) shape="$2"; shift ;;
@@ -27,6 +29,7 @@ while [ $# -gt 0 ]; do
     --steps) steps="$2"; shift ;;
     --build-dir) build_dir="$2"; shift ;;
     --keep) keep=1 ;;
+    --gpu) steps="$steps,verify_gpu,run_64" ;;
     -h|--help) usage ;;
     -*) echo "goldens.sh: unknown option $1" >&2; usage ;;
     *) [ -z "$model" ] || usage; model="$1" ;;
@@ -73,3 +76,5 @@ timed make_goldens "$verify" "$pack" --make-goldens "$model" --skip-gpu --struct
 timed verify_cpu "$verify" "$pack" --skip-gpu
 timed convert_default "$convert" "$model" "$pack2" --quantize q4_k_m --q4k-layout column_wise --threads "$threads" \
   --force
+timed verify_gpu "$verify" "$pack2"
+timed run_64 "$build_dir/tools/rdrr-run" "$pack2" --tokens 1,2,3,4,5,6,7,8 -n 64

@@ -69,6 +69,7 @@ Status Pack::upload_all() {
       }
       offset += bytes.size();
     }
+    reader.release_tensor(t.placement);  // uploaded: its mapped pages leave the process's RSS
     buffers_.push_back(std::move(buf).value());
     tensors_.emplace(t.name, PackTensor{&t, range});
     tensor_bytes_ += t.size_bytes;
