@@ -391,7 +391,8 @@ TEST(VerifyNegative, NoGoldensIsNotAPass) {
 }
 
 // Goldens skipped at conversion for memory (a limit injected below the streaming reference's working set): the
-// pack must not pass verify silently; --make-goldens then adds goldens to the same pack and it passes.
+// converter warns and records why; the pack must not pass verify silently; --make-goldens then adds goldens to
+// the same pack and it passes.
 TEST(VerifyNegative, GoldensSkippedForMemoryAreNotAPassUntilMade) {
   convert::ConvertOptions o;
   o.src = kFixtures / "tiny-llama" / "hf";
@@ -402,7 +403,18 @@ TEST(VerifyNegative, GoldensSkippedForMemoryAreNotAPassUntilMade) {
   g.max_reference_bytes = 1 << 20;  // below the engine's 1 GiB resident budget alone
   o.golden_writer = make_golden_writer(g);
   o.extra_flags = golden_flags(g);
-  ASSERT_TRUE(convert::convert_model(o).ok());
+  Result<convert::ConvertReport> converted = convert::convert_model(o);
+  ASSERT_TRUE(converted.ok()) << converted.status().to_string();
+  bool warned = false;
+  for (const std::string& w : converted->warnings) warned |= w.find("goldens skipped") != std::string::npos;
+  EXPECT_TRUE(warned);
+  const Manifest skipped = manifest_of(o.out);
+  EXPECT_TRUE(skipped.goldens.empty());
+  EXPECT_EQ(skipped.metadata.converter.flags.at("golden-prompts"), "none");
+  EXPECT_EQ(skipped.metadata.converter.flags.count("golden-tokens"), 0u);
+  EXPECT_NE(skipped.metadata.converter.flags.at(std::string(kGoldenSkippedFlag)).find("MiB, the limit is 1 MiB"),
+            std::string::npos);
+  EXPECT_FALSE(fs::exists(o.out / "golden"));
   const VerifyReport r = verify(o.out, true);
   EXPECT_EQ(r.exit_code, kExitVerifyStructureOnly);
   EXPECT_NE(gate(r, 5).detail.find("skipped at conversion (the streaming CPU reference needs"), std::string::npos)
@@ -467,30 +479,6 @@ TEST(GoldenWriter, PromptsComeFromTextThroughThePacksTokenizer) {
       }
     }
   }
-}
-
-TEST(GoldenWriter, SkipsWithAWarningWhenTheReferenceWouldNotFitInMemory) {
-  convert::ConvertOptions o;
-  o.src = kFixtures / "tiny-llama" / "hf";
-  o.out = scratch() / "golden-too-big";
-  o.preset = convert::Preset::kQ8_0;
-  o.sync_to_disk = false;
-  GoldenOptions g;
-  g.max_reference_bytes = 1 << 20;  // below the engine's 1 GiB resident budget alone
-  o.golden_writer = make_golden_writer(g);
-  o.extra_flags = golden_flags(g);
-  Result<convert::ConvertReport> r = convert::convert_model(o);
-  ASSERT_TRUE(r.ok()) << r.status().to_string();
-  bool warned = false;
-  for (const std::string& w : r->warnings) warned |= w.find("goldens skipped") != std::string::npos;
-  EXPECT_TRUE(warned);
-  const Manifest m = manifest_of(o.out);
-  EXPECT_TRUE(m.goldens.empty());
-  EXPECT_EQ(m.metadata.converter.flags.at("golden-prompts"), "none");
-  EXPECT_EQ(m.metadata.converter.flags.count("golden-tokens"), 0u);
-  EXPECT_NE(m.metadata.converter.flags.at(std::string(kGoldenSkippedFlag)).find("MiB, the limit is 1 MiB"),
-            std::string::npos);
-  EXPECT_FALSE(fs::exists(o.out / "golden"));
 }
 
 TEST(VerifyThresholds, FileOverridesAndRejectsUnknownKeys) {

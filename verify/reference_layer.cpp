@@ -83,6 +83,18 @@ void run_decoder_layer(const convert::ModelConfig& c, const LayerParams& p, cons
   add_in_place(h, down);
 }
 
+std::pair<int32_t, double> top1_with_margin(std::span<const double> row) {
+  size_t best = 0;
+  for (size_t i = 1; i < row.size(); ++i) {
+    if (row[i] > row[best]) best = i;
+  }
+  double second = -INFINITY;
+  for (size_t i = 0; i < row.size(); ++i) {
+    if (i != best && row[i] > second) second = row[i];
+  }
+  return {static_cast<int32_t>(best), row[best] - second};
+}
+
 void final_norm(const convert::ModelConfig& c, std::span<const float> weight, Matrix& h) {
   const auto& norm = c.inference.normalization;
   rms_norm(h, weight, norm.rms_norm_eps, norm.weight_offset, h.cols);

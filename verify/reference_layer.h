@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "convert/model_config.h"
@@ -50,6 +51,9 @@ using ObserveLinearInput = std::function<void(LinearInput which, const Matrix& x
 // h [rows, hidden] <- the layer applied to h (residual stream in place).
 void run_decoder_layer(const convert::ModelConfig& config, const LayerParams& p, const ApplyLinear& linear,
                        Matrix& h, std::span<const BatchSegment> segments, const ObserveLinearInput& observe);
+
+// Index of the largest value (the first on ties) and its margin over the runner-up.
+std::pair<int32_t, double> top1_with_margin(std::span<const double> row);
 
 // Final RMSNorm then softcapping helpers used by both engines.
 void final_norm(const convert::ModelConfig& config, std::span<const float> weight, Matrix& h);

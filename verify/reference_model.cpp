@@ -7,22 +7,6 @@
 #include <utility>
 
 namespace rdrr::verify {
-namespace {
-
-// Index of the largest logit (first on ties) and its margin over the runner-up.
-std::pair<int32_t, double> top1_with_margin(std::span<const double> row) {
-  size_t best = 0;
-  for (size_t i = 1; i < row.size(); ++i) {
-    if (row[i] > row[best]) best = i;
-  }
-  double second = -INFINITY;
-  for (size_t i = 0; i < row.size(); ++i) {
-    if (i != best && row[i] > second) second = row[i];
-  }
-  return {static_cast<int32_t>(best), row[best] - second};
-}
-
-}  // namespace
 
 Status ReferenceModel::check_tokens(std::span<const int32_t> tokens) const {
   if (tokens.empty()) return error(StatusCode::kInvalidArgument, "verify reference: empty token sequence");

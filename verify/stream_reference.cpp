@@ -255,19 +255,6 @@ Result<Matrix> head_logits(const StreamingReference::State& s, const Matrix& h, 
   softcap_logits(s.config, logits);
   return logits;
 }
-
-std::pair<int32_t, double> top1_with_margin(std::span<const double> row) {
-  size_t best = 0;
-  for (size_t i = 1; i < row.size(); ++i) {
-    if (row[i] > row[best]) best = i;
-  }
-  double second = -INFINITY;
-  for (size_t i = 0; i < row.size(); ++i) {
-    if (i != best && row[i] > second) second = row[i];
-  }
-  return {static_cast<int32_t>(best), row[best] - second};
-}
-
 Status check_request(const StreamRequest& r, size_t index, uint64_t vocab) {
   const std::string what = "request " + std::to_string(index);
   if (r.tokens.empty()) return error(StatusCode::kInvalidArgument, what + ": empty token sequence");
