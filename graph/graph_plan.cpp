@@ -31,12 +31,13 @@ using LayerStep = std::optional<ExecStep>;
 struct Planner {
   const Manifest& m;
   const GraphPlanOptions& opts;
+  TensorIndex index{m};  // every layer looks its weights up: a scan each would be quadratic
   std::set<std::string> used_kernels;
 
-  bool has(std::string_view name) const { return find_tensor(m, name) != nullptr; }
+  bool has(std::string_view name) const { return index.find(name) != nullptr; }
 
   Result<const TensorEntry*> tensor(const std::string& name, std::string_view needed_by) const {
-    const TensorEntry* t = find_tensor(m, name);
+    const TensorEntry* t = index.find(name);
     if (t == nullptr) {
       return error(StatusCode::kValidation,
                    "tensor " + name + " is missing (needed by the '" + std::string(needed_by) + "' step)");
@@ -290,7 +291,7 @@ Result<ExecutionGraph> plan_execution_graph(const Manifest& m, const GraphPlanOp
   if (m.architecture.num_layers == 0) {
     return error(StatusCode::kValidation, "graph planner: architecture.numLayers is 0");
   }
-  Planner p{m, opts, {}};
+  Planner p{m, opts, TensorIndex(m), {}};
   ExecutionGraph g;
   RDRR_ASSIGN_OR_RETURN(g.pre_layer, p.pre_layer());
   RDRR_ASSIGN_OR_RETURN(g.prefill, p.layer_phase(Pass::kPrefill));

@@ -161,5 +161,47 @@ TEST(GraphPlan, Errors) {
   EXPECT_NE(od.status().message().find("model.layers.0.mlp.down_proj.weight"), std::string::npos) << od.status().to_string();
 }
 
+// #26 finding 6: every layer step looks its weight up by name; with a scan per look-up, planning 4,096
+// layers (the limit, ~53,000 tensors) was quadratic. Every layer's tensors are copies of layer 0's.
+TEST(GraphPlan, PlansTheLayerLimitWithEveryLayerListed) {
+  Manifest m = testing::tiny_gemma3_manifest();
+  m.inference.execution.reset();
+  std::vector<TensorEntry> layer0;
+  for (const TensorEntry& t : m.tensors) {
+    if (t.name.starts_with("model.layers.0.")) layer0.push_back(t);
+  }
+  ASSERT_FALSE(layer0.empty());
+  std::erase_if(m.tensors, [](const TensorEntry& t) { return t.name.starts_with("model.layers."); });
+  m.architecture.num_layers = kMaxLayers;
+  std::vector<LayerType>& types = m.inference.attention.layer_types;
+  const std::vector<LayerType> pattern = types;
+  types.clear();
+  for (uint32_t l = 0; l < kMaxLayers; ++l) types.push_back(pattern[l % pattern.size()]);
+  for (uint32_t l = 0; l < kMaxLayers; ++l) {
+    for (TensorEntry t : layer0) {
+      t.name.replace(0, std::string_view("model.layers.0.").size(), "model.layers." + std::to_string(l) + ".");
+      t.group = "layer." + std::to_string(l);
+      m.tensors.push_back(std::move(t));
+    }
+  }
+  Result<ExecutionGraph> g = plan_execution_graph(m, {});
+  ASSERT_TRUE(g.ok()) << g.status().to_string();
+  std::vector<bool> covered(kMaxLayers, false);  // every layer runs some decode step
+  for (const LayerEntry& e : g->decode) {
+    if (const auto* grp = std::get_if<LayerGroup>(&e)) {
+      for (uint32_t l : grp->layers) covered.at(l) = true;
+    } else {
+      covered.assign(kMaxLayers, true);
+    }
+  }
+  EXPECT_EQ(std::count(covered.begin(), covered.end(), true), kMaxLayers);
+  // A layer whose weight is missing is still named, however many layers there are.
+  std::erase_if(m.tensors, [](const TensorEntry& t) { return t.name.starts_with("model.layers.4000."); });
+  Result<ExecutionGraph> bad = plan_execution_graph(m, {});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), StatusCode::kValidation);
+  EXPECT_NE(bad.status().message().find("tensor model.layers.4000."), std::string::npos) << bad.status().to_string();
+}
+
 }  // namespace
 }  // namespace rdrr::graph

@@ -1,6 +1,5 @@
 #include "rdrr/json_strict.h"
 
-#include <set>
 #include <vector>
 
 namespace rdrr {
@@ -8,64 +7,90 @@ namespace {
 
 using nlohmann::json;
 
-// Thrown from the parser callback to stop at the first violation; caught in parse_json_strict.
-struct ParseAbort {
-  std::string message;
-};
-
-// Tracks where the parser is (one frame per open object/array) to name duplicate keys precisely.
-class StrictWatch {
+// Builds the DOM itself (nlohmann's parser_callback_t parser rescans the whole parent object at every
+// object_end, quadratic in its member count: #26 finding 6) and stops at the first strictness violation.
+// A duplicate key is found by the object's own map (one lookup per key); frames name where it is.
+class StrictDomBuilder {
  public:
-  bool on_event(int depth, json::parse_event_t event, const json& parsed) {
-    using E = json::parse_event_t;
-    switch (event) {
-      case E::object_start:
-      case E::array_start:
-        if (depth >= kMaxJsonDepth) {
-          throw ParseAbort{"nesting deeper than " + std::to_string(kMaxJsonDepth) + " levels"};
-        }
-        frames_.push_back(Frame{event == E::array_start, 0, {}, {}});
-        break;
-      case E::key:
-        on_key(parsed);
-        break;
-      case E::object_end:
-      case E::array_end:
-        if (!frames_.empty()) frames_.pop_back();
-        element_done();
-        break;
-      case E::value:
-        element_done();
-        break;
-    }
+  explicit StrictDomBuilder(json& root) : root_(root) {}
+
+  bool null() { return put(nullptr) != nullptr; }
+  bool boolean(bool v) { return put(v) != nullptr; }
+  bool number_integer(json::number_integer_t v) { return put(v) != nullptr; }
+  bool number_unsigned(json::number_unsigned_t v) { return put(v) != nullptr; }
+  bool number_float(json::number_float_t v, const json::string_t& /*text*/) { return put(v) != nullptr; }
+  bool string(json::string_t& v) { return put(std::move(v)) != nullptr; }
+  bool binary(json::binary_t& v) { return put(json::binary(std::move(v))) != nullptr; }
+  bool start_object(std::size_t /*size*/) { return open(json::value_t::object); }
+  bool start_array(std::size_t /*size*/) { return open(json::value_t::array); }
+  bool end_object() { return close(); }
+  bool end_array() { return close(); }
+  bool key(json::string_t& k) {
+    Frame& top = frames_.back();
+    auto [it, inserted] = top.value->get_ref<json::object_t&>().try_emplace(k);
+    if (!inserted) return fail(StatusCode::kParse, "duplicate JSON key '" + k + "' in object " + pointer());
+    top.key = &it->first;
+    member_ = &it->second;
     return true;
   }
+  bool parse_error(std::size_t /*position*/, const std::string& /*last_token*/,
+                   const nlohmann::detail::exception& e) {
+    if (e.id == 406) return fail(StatusCode::kNonFinite, std::string("number is not finite: ") + e.what());
+    return fail(StatusCode::kParse, std::string("invalid JSON: ") + e.what());
+  }
+
+  const std::optional<Status>& failure() const { return failure_; }
 
  private:
   struct Frame {
-    bool is_array;
-    size_t index;
-    std::string key;  // objects: the key whose value is being parsed
-    std::set<std::string> keys;
+    json* value;
+    const std::string* key;  // objects: the key whose value is being parsed
   };
 
-  void on_key(const json& parsed) {
-    if (frames_.empty() || !parsed.is_string()) return;
-    Frame& top = frames_.back();
-    top.key = parsed.get<std::string>();
-    if (top.keys.insert(top.key).second) return;
+  // Stores `v` where the parser is (root, next array element, or the value of the last key).
+  template <typename V>
+  json* put(V&& v) {
+    if (frames_.empty()) {
+      root_ = json(std::forward<V>(v));
+      return &root_;
+    }
+    json& parent = *frames_.back().value;
+    if (parent.is_array()) {
+      parent.get_ref<json::array_t&>().emplace_back(std::forward<V>(v));
+      return &parent.get_ref<json::array_t&>().back();
+    }
+    *member_ = json(std::forward<V>(v));
+    return member_;
+  }
+  bool open(json::value_t type) {
+    if (frames_.size() >= static_cast<size_t>(kMaxJsonDepth)) {
+      return fail(StatusCode::kParse, "nesting deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+    }
+    frames_.push_back(Frame{put(type), nullptr});
+    return true;
+  }
+  bool close() {
+    frames_.pop_back();
+    return true;
+  }
+  // JSON Pointer of the innermost open object ("(root)" for the document itself).
+  std::string pointer() const {
     std::string where;
     for (size_t i = 0; i + 1 < frames_.size(); ++i) {
       const Frame& f = frames_[i];
-      where = json_pointer_child(where, f.is_array ? std::to_string(f.index) : f.key);
+      where = json_pointer_child(where, f.key != nullptr ? *f.key : std::to_string(f.value->size() - 1));
     }
-    throw ParseAbort{"duplicate JSON key '" + top.key + "' in object " + (where.empty() ? "(root)" : where)};
+    return where.empty() ? "(root)" : where;
   }
-  void element_done() {
-    if (!frames_.empty() && frames_.back().is_array) ++frames_.back().index;
+  bool fail(StatusCode code, std::string message) {
+    failure_ = error(code, std::move(message));
+    return false;
   }
 
+  json& root_;
   std::vector<Frame> frames_;
+  json* member_ = nullptr;
+  std::optional<Status> failure_;
 };
 
 }  // namespace
@@ -128,19 +153,15 @@ Result<nlohmann::json> parse_json_strict(std::string_view text, std::string_view
   if (const auto bad = find_invalid_utf8(text)) {
     return error(StatusCode::kParse, where + ": not valid UTF-8 at byte " + std::to_string(*bad));
   }
-  StrictWatch watch;
-  const json::parser_callback_t callback = [&watch](int depth, json::parse_event_t event, json& parsed) {
-    return watch.on_event(depth, event, parsed);
-  };
   json value;
+  StrictDomBuilder builder(value);
   try {
-    value = json::parse(text.begin(), text.end(), callback, /*allow_exceptions=*/true,
-                        /*ignore_comments=*/false);
-  } catch (const ParseAbort& a) {
-    return error(StatusCode::kParse, where + ": " + a.message);
-  } catch (const json::out_of_range& e) {
-    if (e.id == 406) return error(StatusCode::kNonFinite, where + ": number is not finite: " + e.what());
-    return error(StatusCode::kParse, where + ": invalid JSON: " + e.what());
+    const bool ok = json::sax_parse(text.begin(), text.end(), &builder, json::input_format_t::json,
+                                    /*strict=*/true, /*ignore_comments=*/false);
+    if (!ok || builder.failure()) {
+      const Status& f = builder.failure() ? *builder.failure() : error(StatusCode::kParse, "invalid JSON");
+      return error(f.code(), where + ": " + f.message());
+    }
   } catch (const json::exception& e) {
     return error(StatusCode::kParse, where + ": invalid JSON: " + e.what());
   } catch (const std::exception& e) {

@@ -167,4 +167,14 @@ const TensorEntry* find_tensor(const Manifest& m, std::string_view name) {
   return nullptr;
 }
 
+TensorIndex::TensorIndex(const Manifest& m) {
+  by_name_.reserve(m.tensors.size());
+  for (const TensorEntry& t : m.tensors) by_name_.emplace(t.name, &t);
+}
+
+const TensorEntry* TensorIndex::find(std::string_view name) const {
+  const auto it = by_name_.find(name);
+  return it == by_name_.end() ? nullptr : it->second;
+}
+
 }  // namespace rdrr

@@ -11,6 +11,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <variant>
 #include <vector>
 
@@ -324,6 +325,18 @@ void fill_derived_fields(Manifest& m);
 // Manifest compares equal to its round trip.
 void canonicalize(Manifest& m);
 
+// The first entry named `name`, by a scan of m.tensors: for one look-up. A loop over names uses TensorIndex.
 const TensorEntry* find_tensor(const Manifest& m, std::string_view name);
+
+// Name -> the first entry of that name in m.tensors, built in one pass: look-ups in O(1), so a loop over
+// all tensors stays linear (#26 finding 6). Holds pointers into `m`: valid while m.tensors is unchanged.
+class TensorIndex {
+ public:
+  explicit TensorIndex(const Manifest& m);
+  const TensorEntry* find(std::string_view name) const;
+
+ private:
+  std::unordered_map<std::string_view, const TensorEntry*> by_name_;
+};
 
 }  // namespace rdrr

@@ -326,5 +326,39 @@ TEST(ManifestParse, ParsedManifestStillNeedsValidation) {
   ExpectError(validate_manifest(*m), StatusCode::kValidation, "totalSize 1 != ");
 }
 
+// ---- scale (#26 finding 6): linear work in the number of entries ----
+
+// The tensors object at the kMaxTensors limit: every entry is read (the first one's error is named); past
+// it, the count is rejected before any entry is.
+TEST(ManifestParse, EmptyTensorObjectsUpToTheLimitAreASchemaErrorAndMoreAreTooMany) {
+  const auto with_empty_tensors = [](size_t total) {
+    return ParseEdited([total](json& j) {
+      json& t = j["tensors"];
+      for (size_t i = 0; t.size() < total; ++i) t[std::to_string(i).insert(0, "z.")] = json::object();
+    });
+  };
+  ExpectError(with_empty_tensors(kMaxTensors).status(), StatusCode::kSchema,
+              "edited.json: /tensors/z.0: missing required field \"dtype\"");
+  ExpectError(with_empty_tensors(100000).status(), StatusCode::kSchema,
+              "edited.json: /tensors: 100000 tensors exceed the limit of 65536");
+}
+
+TEST(TensorIndex, FindsEveryEntryOfAHundredThousandAndTheFirstOfADuplicate) {
+  Manifest m;
+  m.tensors.resize(100000);
+  for (size_t i = 0; i < m.tensors.size(); ++i) {
+    m.tensors[i].name = 't';
+    m.tensors[i].name += std::to_string(i);
+  }
+  TensorEntry dup;
+  dup.name = "t7";
+  m.tensors.push_back(dup);
+  const TensorIndex index(m);
+  for (size_t i = 0; i < 100000; ++i) ASSERT_EQ(index.find(m.tensors[i].name), &m.tensors[i]) << i;
+  EXPECT_EQ(index.find("t7"), find_tensor(m, "t7"));
+  EXPECT_EQ(index.find("t100000"), nullptr);
+  EXPECT_EQ(index.find(""), nullptr);
+}
+
 }  // namespace
 }  // namespace rdrr

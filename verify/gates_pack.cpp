@@ -79,8 +79,9 @@ std::vector<std::string> bad_tensors_of(const Manifest& m, const ShardReader& re
   const std::vector<std::string> names = tensors_overlapping(refs, shard, 0, UINT64_MAX);
   std::vector<std::string> bad;
   hashed = true;
+  const TensorIndex index(m);
   for (const std::string& n : names) {
-    const TensorEntry* t = find_tensor(m, n);
+    const TensorEntry* t = index.find(n);
     if (!t->sha256_hex) {
       hashed = false;
       bad.push_back(n);

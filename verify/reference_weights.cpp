@@ -48,8 +48,8 @@ class SafeTensorsWeights final : public ReferenceWeights {
 
 class PackWeights final : public ReferenceWeights {
  public:
-  PackWeights(const Manifest& m, const ShardReader& reader) : m_(m), reader_(reader) {}
-  bool has(const std::string& name) const override { return find_tensor(m_, name) != nullptr; }
+  PackWeights(const Manifest& m, const ShardReader& reader) : index_(m), reader_(reader) {}
+  bool has(const std::string& name) const override { return index_.find(name) != nullptr; }
   Result<std::vector<int64_t>> shape(const std::string& name) const override {
     RDRR_ASSIGN_OR_RETURN(const TensorEntry* e, get(name));
     return std::vector<int64_t>(e->shape.begin(), e->shape.end());
@@ -59,7 +59,7 @@ class PackWeights final : public ReferenceWeights {
     return read_tensor_f32(reader_, *e);
   }
   uint64_t row_alignment(const std::string& name) const override {
-    const TensorEntry* e = find_tensor(m_, name);
+    const TensorEntry* e = index_.find(name);
     return e == nullptr ? 1 : tensor_row_alignment(*e);
   }
   Status read_rows_f32(const std::string& name, uint64_t row_begin, uint64_t rows, std::span<float> out,
@@ -84,10 +84,10 @@ class PackWeights final : public ReferenceWeights {
     return decode_packed_rows_f32(*e, std::as_bytes(std::span(scratch.bytes)), row_begin, rows, out);
   }
   void release_rows(const std::string& name, uint64_t, uint64_t) const override {
-    if (const TensorEntry* e = find_tensor(m_, name)) reader_.release_tensor(e->placement);  // whole tensor
+    if (const TensorEntry* e = index_.find(name)) reader_.release_tensor(e->placement);  // whole tensor
   }
   uint64_t stored_bytes(const std::string& name) const override {
-    const TensorEntry* e = find_tensor(m_, name);
+    const TensorEntry* e = index_.find(name);
     return e == nullptr ? 0 : e->placement.total_bytes();
   }
   std::string config_origin() const override { return "the manifest"; }
@@ -109,11 +109,11 @@ class PackWeights final : public ReferenceWeights {
     return Status::Ok();
   }
   Result<const TensorEntry*> get(const std::string& name) const {
-    const TensorEntry* e = find_tensor(m_, name);
+    const TensorEntry* e = index_.find(name);
     if (e == nullptr) return error(StatusCode::kNotFound, "tensor " + name + ": not in the pack's manifest");
     return e;
   }
-  const Manifest& m_;
+  TensorIndex index_;  // a forward pass looks every weight up
   const ShardReader& reader_;
 };
 
