@@ -178,10 +178,10 @@ Result<ExtractedArchive> extract_archive(const fs::path& archive, const fs::path
   std::error_code ec;
   if (!fs::is_regular_file(archive, ec)) return error(StatusCode::kNotFound, name + ": archive not found");
   const uint64_t archive_bytes = fs::file_size(archive, ec);
-  const uint64_t allowance = std::max(options.min_allowance_bytes,
-                                      archive_bytes > UINT64_MAX / options.max_expansion
-                                          ? UINT64_MAX
-                                          : archive_bytes * options.max_expansion);
+  if (ec) return error(StatusCode::kIo, name + ": cannot read its size: " + ec.message());
+  const uint64_t ratio = std::max<uint64_t>(1, options.max_expansion);
+  const uint64_t allowance =
+      std::max(options.min_allowance_bytes, archive_bytes > UINT64_MAX / ratio ? UINT64_MAX : archive_bytes * ratio);
   ArchivePtr a(archive_read_new());
   archive_read_support_filter_all(a.get());
   archive_read_support_format_tar(a.get());

@@ -142,6 +142,7 @@ Result<std::vector<TensorByteRange>> tensor_row_byte_ranges(const TensorEntry& e
     const uint64_t elem = quant::block_bytes(entry.dtype);
     return std::vector<TensorByteRange>{{row_begin * k * elem, rows * k * elem}};
   }
+  if (!entry.layout) return error(StatusCode::kValidation, ctx + ": a block-quantized tensor without a layout");
   const uint64_t b = static_cast<uint64_t>(quant::block_elems(entry.dtype));
   const uint64_t bb = static_cast<uint64_t>(quant::block_bytes(entry.dtype));
   if (*entry.layout == quant::Layout::kColumnWise) {

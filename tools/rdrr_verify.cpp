@@ -65,6 +65,11 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : rdrr::tools::kExitUsage;
   }
+  if (make_goldens_src.empty() &&
+      app.count("--golden-prompts") + app.count("--golden-tokens") + app.count("--golden-steps") > 0) {
+    std::cerr << "rdrr-verify: --golden-prompts / --golden-tokens / --golden-steps size --make-goldens\n";
+    return rdrr::tools::kExitUsage;
+  }
   if (!make_goldens_src.empty()) {
     if (golden_options.prompts == 0) {
       std::cerr << "rdrr-verify: --golden-prompts must be at least 1 with --make-goldens\n";

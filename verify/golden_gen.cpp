@@ -14,6 +14,7 @@
 #include "rdrr/file_io.h"
 #include "rdrr/manifest_json.h"
 #include "rdrr/pack_writer.h"
+#include "rdrr/sha256.h"
 #include "rdrr/validate.h"
 #include "tokenizer/tokenizer.h"
 #include <tbb/task_arena.h>
@@ -196,6 +197,38 @@ Status check_source_matches(const Manifest& m, const convert::ModelConfig& c, co
 
 }  // namespace
 
+namespace {
+
+// The new manifest: the goldens (sizes and hashes computed from the bytes) and golden-* flags replaced.
+Result<std::string> manifest_with_goldens(Manifest& m, const std::vector<GoldenBlob>& blobs,
+                                          const GoldenOptions& options) {
+  m.goldens.clear();
+  for (const GoldenBlob& b : blobs) {
+    RDRR_RETURN_IF_ERROR(validate_pack_file_name(b.name));
+    m.goldens.push_back({b.name, b.bytes.size(), sha256_hex(std::span<const std::byte>(b.bytes)), b.kind});
+  }
+  std::map<std::string, std::string>& flags = m.metadata.converter.flags;
+  std::erase_if(flags, [](const auto& kv) { return kv.first.starts_with("golden-"); });
+  for (auto& [k, v] : golden_flags(options)) flags[k] = v;
+  canonicalize(m);
+  RDRR_RETURN_IF_ERROR(validate_manifest(m).context("manifest"));
+  return serialize_manifest(m);
+}
+
+// Files "<name>.tmp-<pid>-<hex>" an interrupted --make-goldens left in `dir`.
+void remove_stale_temps(const std::filesystem::path& dir) {
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string n = e.path().filename().string();
+    const size_t at = n.rfind(".tmp-");
+    if (at != std::string::npos && e.is_regular_file(ec) && n.find('-', at + 5) != std::string::npos) {
+      std::filesystem::remove(e.path(), ec);
+    }
+  }
+}
+
+}  // namespace
+
 Status add_goldens_to_pack(const std::filesystem::path& pack_dir, const std::filesystem::path& src,
                            const GoldenOptions& options, bool sync_to_disk) {
   namespace fs = std::filesystem;
@@ -207,35 +240,39 @@ Status add_goldens_to_pack(const std::filesystem::path& pack_dir, const std::fil
   RDRR_ASSIGN_OR_RETURN(const GoldenSet g, generate_golden(in));
   RDRR_ASSIGN_OR_RETURN(const std::vector<GoldenBlob> blobs, encode_golden(g));
   const std::vector<GoldenFile> old = m.goldens;
-  m.goldens.clear();
+  // Everything that can fail for a logical reason happens before the first file is touched.
+  RDRR_ASSIGN_OR_RETURN(const std::string text, manifest_with_goldens(m, blobs, options));
+  remove_stale_temps(pack_dir);
+  remove_stale_temps(pack_dir / "golden");
+  // Every new file is written under a temporary name first; any failure removes them all.
   const std::string suffix = ".tmp-" + std::to_string(::getpid()) + "-" + random_hex_suffix();
+  std::vector<std::pair<fs::path, fs::path>> moves;  // (temp, final); the manifest last
   std::error_code ec;
-  for (const GoldenBlob& b : blobs) {
-    RDRR_RETURN_IF_ERROR(validate_pack_file_name(b.name));
-    const fs::path final_path = pack_dir / b.name, temp = final_path.string() + suffix;
+  const auto write_temp = [&](const fs::path& final_path, const std::string& name,
+                              std::span<const std::byte> bytes) -> Status {
     fs::create_directories(final_path.parent_path(), ec);
     if (ec) return error(StatusCode::kIo, final_path.parent_path().string() + ": cannot create: " + ec.message());
-    Result<FileDigest> d = write_new_file(temp, b.name, b.bytes, sync_to_disk);
-    if (!d.ok()) {
-      fs::remove(temp, ec);
-      return d.status();
-    }
+    const fs::path temp = final_path.string() + suffix;
+    moves.emplace_back(temp, final_path);
+    return write_new_file(temp, name, bytes, sync_to_disk).status();
+  };
+  Status written = Status::Ok();
+  for (const GoldenBlob& b : blobs) {
+    if (written.ok()) written = write_temp(pack_dir / b.name, b.name, b.bytes);
+  }
+  if (written.ok()) written = write_temp(pack_dir / "manifest.json", "manifest.json", std::as_bytes(std::span(text)));
+  if (!written.ok()) {
+    for (const auto& [temp, final_path] : moves) fs::remove(temp, ec);
+    return written;
+  }
+  // The goldens, then the manifest: a crash in between leaves golden bytes the old manifest's hashes reject.
+  for (const auto& [temp, final_path] : moves) {
     fs::rename(temp, final_path, ec);
     if (ec) return error(StatusCode::kIo, final_path.string() + ": cannot rename into place: " + ec.message());
-    m.goldens.push_back({b.name, d->size_bytes, d->sha256_hex, b.kind});
   }
-  std::map<std::string, std::string>& flags = m.metadata.converter.flags;
-  std::erase_if(flags, [](const auto& kv) { return kv.first.starts_with("golden-"); });
-  for (auto& [k, v] : golden_flags(options)) flags[k] = v;
-  canonicalize(m);
-  RDRR_RETURN_IF_ERROR(validate_manifest(m).context("manifest"));
-  const std::string text = serialize_manifest(m);
-  const fs::path manifest_path = pack_dir / "manifest.json", temp = manifest_path.string() + suffix;
-  RDRR_RETURN_IF_ERROR(write_new_file(temp, "manifest.json", std::as_bytes(std::span(text)), sync_to_disk).status());
-  fs::rename(temp, manifest_path, ec);
-  if (ec) {
-    fs::remove(temp, ec);
-    return error(StatusCode::kIo, manifest_path.string() + ": cannot replace: " + ec.message());
+  if (sync_to_disk) {
+    RDRR_RETURN_IF_ERROR(fsync_dir(pack_dir / "golden"));
+    RDRR_RETURN_IF_ERROR(fsync_dir(pack_dir));
   }
   for (const GoldenFile& f : old) {  // files of the old goldens the new manifest no longer lists
     const bool kept = std::any_of(m.goldens.begin(), m.goldens.end(), [&](const GoldenFile& n) { return n.name == f.name; });

@@ -26,6 +26,20 @@ Status ReferenceWeights::read_rows_f32(const std::string& name, uint64_t row_beg
   return Status::Ok();
 }
 
+Status ReferenceWeights::read_rows_f32(const std::string& name, uint64_t row_begin, uint64_t rows,
+                                       std::span<float> out) const {
+  RowScratch scratch;
+  RDRR_ASSIGN_OR_RETURN(const std::vector<int64_t> s, shape(name));
+  const uint64_t n = s.empty() ? 1 : static_cast<uint64_t>(s[0]), align = std::max<uint64_t>(1, row_alignment(name));
+  const uint64_t a0 = row_begin / align * align, a1 = std::min(n, (row_begin + rows + align - 1) / align * align);
+  if (rows == 0 || (a0 == row_begin && a1 == row_begin + rows)) return read_rows_f32(name, row_begin, rows, out, scratch);
+  const uint64_t cols = out.size() / rows;
+  std::vector<float> wide((a1 - a0) * cols);
+  RDRR_RETURN_IF_ERROR(read_rows_f32(name, a0, a1 - a0, wide, scratch));
+  std::copy_n(wide.begin() + static_cast<std::ptrdiff_t>((row_begin - a0) * cols), out.size(), out.begin());
+  return Status::Ok();
+}
+
 namespace {
 
 class SafeTensorsWeights final : public ReferenceWeights {

@@ -40,10 +40,9 @@ class ReferenceWeights {
   virtual uint64_t row_alignment(const std::string& name) const;
   virtual Status read_rows_f32(const std::string& name, uint64_t row_begin, uint64_t rows, std::span<float> out,
                                RowScratch& scratch) const;
-  Status read_rows_f32(const std::string& name, uint64_t row_begin, uint64_t rows, std::span<float> out) const {
-    RowScratch scratch;
-    return read_rows_f32(name, row_begin, rows, out, scratch);
-  }
+  // Any row range: reads the aligned range around it and copies the rows out (e.g. the gate rows of a fused
+  // column_wise gate_up_proj whose intermediate size is not a multiple of 256).
+  Status read_rows_f32(const std::string& name, uint64_t row_begin, uint64_t rows, std::span<float> out) const;
   // Drops the memory-mapped pages of rows [row_begin, row_begin + rows) (or of the whole tensor when the rows are
   // not contiguous bytes) from the process's RSS; the next read faults them back in from the page cache.
   virtual void release_rows(const std::string& name, uint64_t row_begin, uint64_t rows) const {

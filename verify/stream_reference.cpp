@@ -3,6 +3,7 @@
 
 #include <cblas.h>
 #include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
 
 #include <algorithm>
 #include <cmath>
@@ -157,7 +158,9 @@ Status streamed_matmul(const StreamingReference::State& s, const LinearSource& s
     std::unique_ptr<ChunkScratch> scratch = s.scratch.take();
     std::vector<float>& rows = scratch->rows;
     rows.resize((b - a) * k);
-    Status st = w.read_rows_f32(src.weight, a, b - a, rows, scratch->read);
+    // Isolated: while the decode's nested parallel loop waits, this thread must not start another chunk task
+    // (that could nest without bound).
+    Status st = tbb::this_task_arena::isolate([&] { return w.read_rows_f32(src.weight, a, b - a, rows, scratch->read); });
     const uint64_t u0 = std::max(a, begin), u1 = std::min(b, end);
     if (st.ok() && u1 > u0) multiply_chunk(x, t_rows, rows.data() + (u0 - a) * k, u1 - u0, k,
                                            y.data() + (u0 - begin), src.rows);
@@ -187,24 +190,26 @@ Result<Matrix> apply_linear(const StreamingReference::State& s, const LinearSour
   return out;
 }
 
-// Embedding rows of `tokens` (each aligned group of the embedding decoded once), times the embedding scale.
+// Embedding rows of `tokens` times the embedding scale: each aligned group of the embedding decoded once, one
+// group in memory at a time.
 Result<Matrix> embed_tokens(const StreamingReference::State& s, std::span<const int32_t> tokens) {
   const uint64_t hidden = s.embed.in_features, vocab = s.embed.rows;
   const uint64_t align = std::max<uint64_t>(1, s.weights->row_alignment(s.embed.weight));
   const double scale = s.config.inference.output.embedding_scale;
-  std::map<uint64_t, std::vector<float>> groups;
+  std::vector<std::pair<uint64_t, size_t>> order;  // (group, token index)
+  for (size_t t = 0; t < tokens.size(); ++t) order.emplace_back(static_cast<uint64_t>(tokens[t]) / align * align, t);
+  std::sort(order.begin(), order.end());
   Matrix h(tokens.size(), hidden);
-  for (size_t t = 0; t < tokens.size(); ++t) {
-    const uint64_t id = static_cast<uint64_t>(tokens[t]), g = id / align * align;
-    auto it = groups.find(g);
-    if (it == groups.end()) {
-      const uint64_t rows = std::min(align, vocab - g);
-      std::vector<float> buf(rows * hidden);
-      RDRR_RETURN_IF_ERROR(s.weights->read_rows_f32(s.embed.weight, g, rows, buf));
-      it = groups.emplace(g, std::move(buf)).first;
+  std::vector<float> group;
+  for (size_t i = 0; i < order.size();) {
+    const uint64_t g = order[i].first, rows = std::min(align, vocab - g);
+    group.resize(rows * hidden);
+    RDRR_RETURN_IF_ERROR(s.weights->read_rows_f32(s.embed.weight, g, rows, group));
+    for (; i < order.size() && order[i].first == g; ++i) {
+      const size_t t = order[i].second;
+      const float* e = group.data() + (static_cast<uint64_t>(tokens[t]) - g) * hidden;
+      for (size_t k = 0; k < hidden; ++k) h.data[t * hidden + k] = static_cast<double>(e[k]) * scale;
     }
-    const float* e = it->second.data() + (id - g) * hidden;
-    for (size_t i = 0; i < hidden; ++i) h.data[t * hidden + i] = static_cast<double>(e[i]) * scale;
   }
   s.resident.note(*s.weights, s.embed.weight, s.options.resident_bytes);
   return h;

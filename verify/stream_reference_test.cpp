@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <tbb/task_arena.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -17,6 +18,7 @@
 #include "convert/converter.h"
 #include "rdrr/test_temp_dir.h"
 #include "verify/reference_model.h"
+#include "verify/reference_weights.h"
 #include "verify/splitmix.h"
 
 namespace rdrr::verify {
@@ -170,6 +172,41 @@ TEST_P(StreamReference, SameBitsAtAnyThreadCount) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, StreamReference, ::testing::Values("tiny-llama", "tiny-qwen2", "tiny-gemma3"));
+
+// A source that, like a column_wise tensor, decodes only ranges aligned to 4 rows.
+class AlignedOnly final : public ReferenceWeights {
+ public:
+  bool has(const std::string&) const override { return true; }
+  Result<std::vector<int64_t>> shape(const std::string&) const override { return std::vector<int64_t>{10, 3}; }
+  Result<std::vector<float>> read_f32(const std::string&) const override {
+    std::vector<float> v(30);
+    for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i);
+    return v;
+  }
+  uint64_t row_alignment(const std::string&) const override { return 4; }
+  Status read_rows_f32(const std::string& name, uint64_t row_begin, uint64_t rows, std::span<float> out,
+                       RowScratch&) const override {
+    if (row_begin % 4 != 0 || (rows % 4 != 0 && row_begin + rows != 10)) {
+      return error(StatusCode::kInvalidArgument, "not aligned");
+    }
+    RDRR_ASSIGN_OR_RETURN(const std::vector<float> all, read_f32(name));
+    std::copy_n(all.begin() + static_cast<std::ptrdiff_t>(row_begin * 3), out.size(), out.begin());
+    return Status::Ok();
+  }
+  std::string config_origin() const override { return "test"; }
+};
+
+// The rows of a fused map need not be aligned (e.g. the up rows of a column_wise gate_up_proj whose intermediate
+// size is not a multiple of 256): the plain row read widens to the aligned range and copies the rows out.
+TEST(ReferenceWeightsRows, AnyRangeIsReadThroughTheAlignedRangeAroundIt) {
+  const AlignedOnly w;
+  for (const auto& [begin, rows] : {std::pair<uint64_t, uint64_t>{5, 3}, {1, 9}, {8, 2}, {0, 10}, {6, 1}}) {
+    std::vector<float> out(rows * 3, NAN);
+    const Status st = static_cast<const ReferenceWeights&>(w).read_rows_f32("t", begin, rows, out);
+    ASSERT_TRUE(st.ok()) << st.to_string();
+    for (size_t i = 0; i < out.size(); ++i) EXPECT_EQ(out[i], static_cast<float>(begin * 3 + i)) << begin << "+" << rows;
+  }
+}
 
 TEST(StreamReferenceErrors, RefusesBadRequests) {
   Result<StreamingReference> engine = StreamingReference::open_source(kFixtures / "tiny-llama" / "hf");
