@@ -26,22 +26,28 @@ Result<uint64_t> tensor_elem_count(const TensorEntry& entry) {
 
 namespace {
 
+// F32 / F16 / BF16 values (out.size() of them) from the start of `bytes`.
+void decode_plain(const TensorEntry& e, std::span<const std::byte> bytes, std::span<float> out) {
+  if (e.dtype == quant::DType::kF32) {
+    std::memcpy(out.data(), bytes.data(), out.size() * sizeof(float));
+    return;
+  }
+  std::vector<uint16_t> half(out.size());
+  std::memcpy(half.data(), bytes.data(), half.size() * sizeof(uint16_t));
+  if (e.dtype == quant::DType::kF16) {
+    quant::f16_to_f32(half, out);
+  } else {
+    quant::bf16_to_f32(half, out);
+  }
+}
+
 Status decode_unchecked(const TensorEntry& e, std::span<const std::byte> bytes, std::span<float> out) {
   switch (e.dtype) {
     case quant::DType::kF32:
-      std::memcpy(out.data(), bytes.data(), out.size() * sizeof(float));
-      return Status::Ok();
     case quant::DType::kF16:
-    case quant::DType::kBF16: {
-      std::vector<uint16_t> half(out.size());
-      std::memcpy(half.data(), bytes.data(), half.size() * sizeof(uint16_t));
-      if (e.dtype == quant::DType::kF16) {
-        quant::f16_to_f32(half, out);
-      } else {
-        quant::bf16_to_f32(half, out);
-      }
+    case quant::DType::kBF16:
+      decode_plain(e, bytes, out);
       return Status::Ok();
-    }
     case quant::DType::kQ8_0:
     case quant::DType::kQ4_K:
     case quant::DType::kQ6_K: {
@@ -56,10 +62,6 @@ Status decode_unchecked(const TensorEntry& e, std::span<const std::byte> bytes, 
   }
   return error(StatusCode::kUnsupported, "unknown dtype");
 }
-
-}  // namespace
-
-namespace {
 
 // Size of `bytes` vs the entry's dtype / shape / layout.
 Status check_tensor_bytes(const TensorEntry& entry, std::span<const std::byte> bytes, const std::string& ctx) {
@@ -80,21 +82,6 @@ std::pair<uint64_t, uint64_t> matrix_view(const TensorEntry& e) {
   uint64_t cols = 1;
   for (size_t i = 1; i < e.shape.size(); ++i) cols *= e.shape[i];
   return {e.shape[0], cols};
-}
-
-void decode_plain_rows(const TensorEntry& e, std::span<const std::byte> bytes, uint64_t first_elem,
-                       std::span<float> out) {
-  if (e.dtype == quant::DType::kF32) {
-    std::memcpy(out.data(), bytes.data() + first_elem * sizeof(float), out.size() * sizeof(float));
-    return;
-  }
-  std::vector<uint16_t> half(out.size());
-  std::memcpy(half.data(), bytes.data() + first_elem * sizeof(uint16_t), half.size() * sizeof(uint16_t));
-  if (e.dtype == quant::DType::kF16) {
-    quant::f16_to_f32(half, out);
-  } else {
-    quant::bf16_to_f32(half, out);
-  }
 }
 
 }  // namespace
@@ -174,7 +161,7 @@ Status decode_packed_rows_f32(const TensorEntry& entry, std::span<const std::byt
                                                    std::to_string(want) + " and " + std::to_string(rows * k));
   }
   if (!quant::is_block_quantized(entry.dtype)) {
-    decode_plain_rows(entry, packed, 0, out);
+    decode_plain(entry, packed, out);
     return Status::Ok();
   }
   quant::DequantizeParams p{.dtype = entry.dtype, .layout = *entry.layout,

@@ -260,6 +260,15 @@ Result<Matrix> head_logits(const StreamingReference::State& s, const Matrix& h, 
   softcap_logits(s.config, logits);
   return logits;
 }
+
+// Appends the greedy token of a logits row (and its margin) to `out`; returns the token.
+int32_t take_greedy(std::span<const double> logits, GreedyResult& out) {
+  const auto [best, margin] = top1_with_margin(logits);
+  out.token_ids.push_back(best);
+  out.top1_margins.push_back(margin);
+  return best;
+}
+
 Status check_request(const StreamRequest& r, size_t index, uint64_t vocab) {
   const std::string what = "request " + std::to_string(index);
   if (r.tokens.empty()) return error(StatusCode::kInvalidArgument, what + ": empty token sequence");
@@ -355,12 +364,7 @@ Result<std::vector<StreamResponse>> StreamingReference::run(std::span<const Stre
     for (size_t p = 0; p < requests[i].positions.size(); ++p, ++row) {
       for (double v : logits.row(row)) out[i].logits.push_back(static_cast<float>(v));
     }
-    if (requests[i].greedy_steps > 0) {
-      const auto [best, margin] = top1_with_margin(logits.row(row++));
-      out[i].greedy.token_ids.push_back(best);
-      out[i].greedy.top1_margins.push_back(margin);
-      next[i] = best;
-    }
+    if (requests[i].greedy_steps > 0) next[i] = take_greedy(logits.row(row++), out[i].greedy);
   }
   // Greedy passes: the sequences still stepping run their last token, all together.
   for (size_t step = 1;; ++step) {
@@ -380,10 +384,7 @@ Result<std::vector<StreamResponse>> StreamingReference::run(std::span<const Stre
     RDRR_ASSIGN_OR_RETURN(const Matrix step_logits, head_logits(s, hs, all));
     for (size_t r = 0; r < rows_of.size(); ++r) {
       const size_t i = rows_of[r].first;
-      const auto [best, margin] = top1_with_margin(step_logits.row(r));
-      out[i].greedy.token_ids.push_back(best);
-      out[i].greedy.top1_margins.push_back(margin);
-      next[i] = best;
+      next[i] = take_greedy(step_logits.row(r), out[i].greedy);
     }
   }
   return out;
