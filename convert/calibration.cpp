@@ -1,9 +1,6 @@
 #include "convert/calibration.h"
 
-#include <map>
-#include <memory>
-
-#include "quant/gptq.h"
+#include <string>
 
 namespace rdrr::convert {
 
@@ -46,48 +43,76 @@ uint64_t calibratable_weights(const std::vector<TensorJob>& jobs) {
   return n;
 }
 
-Status attach_gptq(const CalibrationOutput& calibration, std::vector<TensorJob>& jobs) {
-  std::map<std::pair<int, int>, std::shared_ptr<const quant::GptqFactor>> factors;
-  for (TensorJob& j : jobs) {
-    if (!calibratable(j)) continue;
-    const auto [layer, input] = *calibration_input(j.plan);
-    if (static_cast<size_t>(layer) >= calibration.hessians.size()) continue;
-    const std::vector<double>& h = calibration.hessians[static_cast<size_t>(layer)][static_cast<size_t>(input)];
-    if (h.empty()) continue;
-    const int64_t k = j.plan.shape[1];
-    if (h.size() != static_cast<size_t>(k) * static_cast<size_t>(k)) {
-      return error(StatusCode::kValidation, "calibration: tensor " + j.plan.name + ": hessian has " +
-                                                std::to_string(h.size()) + " values, expected " +
-                                                std::to_string(k) + "^2 (the matrix's input count)");
-    }
-    auto& f = factors[{layer, input}];
-    if (!f) {
-      Result<quant::GptqFactor> made = quant::gptq_factor(h, k, kGptqDamp, /*act_order=*/true);
-      if (!made.ok()) return made.status().context("calibration: tensor " + j.plan.name);
-      f = std::make_shared<const quant::GptqFactor>(std::move(*made));
-    }
-    j.gptq = f;
+GptqFactors::GptqFactors(std::unique_ptr<LayerCalibration> session, const std::vector<TensorJob>& jobs)
+    : session_(std::move(session)), jobs_(jobs) {
+  for (const TensorJob& j : jobs) {
+    std::optional<std::pair<int, int>> key;
+    if (calibratable(j)) key = calibration_input(j.plan);
+    keys_.push_back(key);
+    if (!key) continue;
+    ++uses_left_[*key];
+    wanted_[key->first][static_cast<size_t>(key->second)] = true;
   }
-  return Status::Ok();
 }
 
-Status calibrate_jobs(const ConvertOptions& o, SourceFormat format, std::vector<TensorJob>& jobs,
-                      ConvertReport& report) {
-  const uint64_t weights = calibratable_weights(jobs);
-  if (!o.calibrator || o.calibration == CalibrationMode::kOff || weights == 0) return Status::Ok();
-  if (o.calibration == CalibrationMode::kAuto && weights > kAutoCalibrationMaxWeights) {
-    report.warnings.push_back("calibration skipped (--calibration auto): " + std::to_string(weights) +
-                              " Q4_K weights > " + std::to_string(kAutoCalibrationMaxWeights) +
-                              "; --calibration on runs it (CPU reference forward passes: slow for large models)");
-    return Status::Ok();
+Result<std::shared_ptr<const quant::GptqFactor>> GptqFactors::factor_for(size_t index) {
+  const std::optional<std::pair<int, int>> key = keys_.at(index);
+  if (!key) return std::shared_ptr<const quant::GptqFactor>();
+  const TensorJob& job = jobs_[index];
+  if (key->first > layer_done_) {  // the first job of a new layer: its hessians, then its factors
+    const auto layer = static_cast<uint32_t>(key->first);
+    Result<std::array<std::vector<float>, 4>> h = session_->layer_hessians(layer, wanted_[key->first]);
+    if (!h.ok()) return h.status().context("calibration: layer " + std::to_string(layer));
+    layer_done_ = key->first;
+    for (size_t i = 0; i < h->size(); ++i) {
+      std::vector<float>& hi = (*h)[i];
+      if (hi.empty()) continue;
+      const std::pair<int, int> k{key->first, static_cast<int>(i)};
+      const int64_t cols = [&] {  // the input count of the first matrix reading it
+        for (size_t j = index; j < jobs_.size(); ++j) {
+          if (keys_[j] == k) return jobs_[j].plan.shape[1];
+        }
+        return int64_t{0};
+      }();
+      if (hi.size() != static_cast<size_t>(cols) * static_cast<size_t>(cols)) {
+        return error(StatusCode::kValidation, "calibration: layer " + std::to_string(layer) + " input " +
+                                                  std::to_string(i) + ": hessian has " + std::to_string(hi.size()) +
+                                                  " values, expected " + std::to_string(cols) +
+                                                  "^2 (the matrices' input count)");
+      }
+      Result<quant::GptqFactor> made = quant::gptq_factor(std::move(hi), cols, kGptqDamp, /*act_order=*/true);
+      if (made.ok()) {
+        ready_[k] = std::make_shared<const quant::GptqFactor>(std::move(*made));
+      } else if (made.status().code() == StatusCode::kNonFinite) {  // NaN/Inf weights upstream
+        ready_[k] = nullptr;
+        warnings_.push_back("calibration: layer " + std::to_string(layer) + " input " + std::to_string(i) +
+                            ": activations not finite; its matrices are rounded plainly");
+      } else {
+        return made.status().context("calibration: tensor " + job.plan.name);
+      }
+    }
   }
-  if (o.dry_run) return Status::Ok();
+  auto it = ready_.find(*key);
+  if (it == ready_.end()) {
+    return error(StatusCode::kInternal, "calibration: tensor " + job.plan.name + ": layer " +
+                                            std::to_string(key->first) + " asked for out of layer order");
+  }
+  std::shared_ptr<const quant::GptqFactor> f = it->second;
+  if (--uses_left_[*key] == 0) ready_.erase(it);
+  return f;
+}
+
+Result<std::unique_ptr<GptqFactors>> calibrate_jobs(const ConvertOptions& o, SourceFormat format,
+                                                    const std::vector<TensorJob>& jobs, ConvertReport& report) {
+  if (!o.calibrator || o.calibration == CalibrationMode::kOff || calibratable_weights(jobs) == 0 || o.dry_run) {
+    return std::unique_ptr<GptqFactors>();
+  }
   Result<CalibrationOutput> c = o.calibrator({o.src, format});
   if (!c.ok()) return c.status().context("calibration");
-  RDRR_RETURN_IF_ERROR(attach_gptq(*c, jobs));
   for (std::string& w : c->warnings) report.warnings.push_back(std::move(w));
-  if (!c->hessians.empty()) report.calibration = c->description;
-  return Status::Ok();
+  if (!c->session) return std::unique_ptr<GptqFactors>();
+  report.calibration = c->description;
+  return std::make_unique<GptqFactors>(std::move(c->session), jobs);
 }
 
 }  // namespace rdrr::convert

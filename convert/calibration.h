@@ -1,13 +1,19 @@
-// Calibrated (GPTQ) Q4_K encoding in the converter: which matrices read which layer input, and attaching the
-// factors of quant/gptq.h to their pipeline jobs. The hessians come from ConvertOptions::calibrator.
+// Calibrated (GPTQ) Q4_K encoding in the converter: which matrices read which layer input, and the factors of
+// quant/gptq.h made one layer at a time from the hessians of ConvertOptions::calibrator's session, as the
+// pipeline reaches each layer (only one layer's hessians and factors are held at a time).
 #pragma once
 
+#include <array>
+#include <map>
+#include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "convert/converter.h"
 #include "convert/pipeline.h"
+#include "quant/gptq.h"
 #include "quant/status.h"
 
 namespace rdrr::convert {
@@ -19,16 +25,35 @@ std::optional<std::pair<int, int>> calibration_input(const PlanEntry& plan);
 // Values of the Q4_K matrices that calibration would change (not copied from Q4_K source blocks); 0: none.
 uint64_t calibratable_weights(const std::vector<TensorJob>& jobs);
 
-// Factors the hessians each Q4_K job needs (once per layer input, shared) and sets TensorJob::gptq.
-// Errors: kValidation (a hessian's size differs from the matrix's input count, naming tensor and sizes),
-// gptq_factor's.
-Status attach_gptq(const CalibrationOutput& calibration, std::vector<TensorJob>& jobs);
+// The factors of the calibrated jobs, for the pipeline (PipelineOptions::gptq_factor). factor_for(job) is
+// called in job order (jobs are in layer order): the first job of a layer asks the session for that layer's
+// hessians (the inputs some job of the layer reads), factors them and keeps each factor until the last job
+// reading it has taken it.
+class GptqFactors {
+ public:
+  GptqFactors(std::unique_ptr<LayerCalibration> session, const std::vector<TensorJob>& jobs);
+  // Null: job `index` is rounded plainly (not calibratable, or its input's activations were not finite: a
+  // warning). Errors: the session's (prefixed "calibration: layer N"), kValidation (a hessian's size differs
+  // from the matrix's input count, naming tensor and sizes), gptq_factor's (naming the tensor).
+  Result<std::shared_ptr<const quant::GptqFactor>> factor_for(size_t index);
+  const std::vector<std::string>& warnings() const { return warnings_; }
 
-// The converter's step: decides from options.calibration (kAuto: calibratable_weights <=
-// kAutoCalibrationMaxWeights, else a warning) whether to call options.calibrator (never in a dry run), attaches
-// the factors, and records report.calibration (the calibrator's description, or "none") and its warnings.
-// Errors: the calibrator's (prefixed "calibration"), attach_gptq's.
-Status calibrate_jobs(const ConvertOptions& options, SourceFormat format, std::vector<TensorJob>& jobs,
-                      ConvertReport& report);
+ private:
+  std::unique_ptr<LayerCalibration> session_;
+  const std::vector<TensorJob>& jobs_;
+  std::vector<std::optional<std::pair<int, int>>> keys_;  // per job
+  std::map<std::pair<int, int>, size_t> uses_left_;
+  std::map<int, std::array<bool, 4>> wanted_;             // per layer
+  std::map<std::pair<int, int>, std::shared_ptr<const quant::GptqFactor>> ready_;
+  int layer_done_ = -1;
+  std::vector<std::string> warnings_;
+};
+
+// The converter's step: decides from options.calibration whether to call options.calibrator (never in a
+// dry run) and records report.calibration (the calibrator's description, or "none") and its warnings.
+// Returns the factors for the pipeline, or null (plain rounding). Errors: the calibrator's (prefixed
+// "calibration").
+Result<std::unique_ptr<GptqFactors>> calibrate_jobs(const ConvertOptions& options, SourceFormat format,
+                                                    const std::vector<TensorJob>& jobs, ConvertReport& report);
 
 }  // namespace rdrr::convert

@@ -198,7 +198,7 @@ Result<ConvertReport> convert_in_arena(const ConvertOptions& o, int threads, Clo
   RDRR_ASSIGN_OR_RETURN(Planned planned, plan_and_place(src, o));
   ConvertReport report = base_report(o, src, planned, threads);
   RDRR_RETURN_IF_ERROR(preflight_execution_graph(src.config(), planned.jobs, o.kv_dtype));
-  RDRR_RETURN_IF_ERROR(calibrate_jobs(o, src.format(), planned.jobs, report));
+  RDRR_ASSIGN_OR_RETURN(std::unique_ptr<GptqFactors> factors, calibrate_jobs(o, src.format(), planned.jobs, report));
   if (o.dry_run) {
     std::error_code ec;
     if (!o.out.empty() && fs::exists(fs::symlink_status(o.out, ec)) && !o.force) {
@@ -226,7 +226,12 @@ Result<ConvertReport> convert_in_arena(const ConvertOptions& o, int threads, Clo
   po.allow_nonfinite = o.allow_nonfinite;
   po.rmse_every_chunks = o.rmse_every_chunks;
   po.on_progress = o.on_progress;
+  if (factors) po.gptq_factor = [&factors](size_t job) { return factors->factor_for(job); };
   RDRR_ASSIGN_OR_RETURN(std::vector<TensorStats> stats, run_pipeline(planned.jobs, pack.shards(), po));
+  if (factors) {
+    for (const std::string& w : factors->warnings()) report.warnings.push_back(w);
+    factors.reset();  // the calibration engine's activations
+  }
   RDRR_ASSIGN_OR_RETURN(std::vector<ShardInfo> shards, pack.finish_shards());
   RDRR_ASSIGN_OR_RETURN(std::vector<FileRecord> tokenizer, bundle_tokenizer(pack, src.config()));
   RDRR_ASSIGN_OR_RETURN(std::vector<FileRecord> source_files, hasher.wait());

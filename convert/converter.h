@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -65,25 +66,33 @@ struct GoldenOutput {
 using GoldenWriter = std::function<Result<GoldenOutput>(const GoldenContext&)>;
 
 // Calibration hook (GPTQ, quant/gptq.h): called after planning (before anything is written) when some Q4_K
-// matrix of a layer can use it. It runs the source model on calibration text and returns, per layer, the
-// second moment H = sum(x x^T) / tokens of each linear input: [0] q/k/v, [1] o_proj, [2] gate/up, [3] down
-// (K x K row-major; empty when unknown). verify/ provides it (verify/calibration.h); tools wire it in.
+// matrix of a layer can use it. It prepares a run of the source model on calibration text and returns a
+// session that gives, one layer at a time, the second moment H = sum(x x^T) / tokens of each linear input:
+// [0] q/k/v, [1] o_proj, [2] gate/up, [3] down (K x K row-major float, lower triangle filled). The converter
+// asks for the layers in increasing order as its pipeline reaches them, so one layer's H and factors are
+// held at a time. verify/ provides it (verify/calibration.h); tools wire it in.
 struct CalibrationContext {
   std::filesystem::path src;  // the conversion input (HF folder or .gguf file)
   SourceFormat format = SourceFormat::kSafetensors;
 };
+class LayerCalibration {
+ public:
+  virtual ~LayerCalibration() = default;
+  // H of layer `layer`'s inputs i with wanted[i] (the others empty). Layers strictly increasing (layers not
+  // asked for are run through without statistics). Values that are not finite are returned as they are.
+  virtual Result<std::array<std::vector<float>, 4>> layer_hessians(uint32_t layer, std::array<bool, 4> wanted) = 0;
+};
 struct CalibrationOutput {
-  std::vector<std::array<std::vector<double>, 4>> hessians;  // [layer][input]
-  uint64_t tokens = 0;                                       // calibration tokens run
-  std::string description;                                   // recorded as converter flag "calibration"
+  std::unique_ptr<LayerCalibration> session;  // null: no calibration (the warnings say why)
+  uint64_t tokens = 0;                        // calibration tokens run
+  std::string description;                    // recorded as converter flag "calibration"
   std::vector<std::string> warnings;
 };
 using Calibrator = std::function<Result<CalibrationOutput>(const CalibrationContext&)>;
 
-// kAuto calibrates when the matrices it would change hold at most kAutoCalibrationMaxWeights values (the
-// calibration runs the CPU reference, so large models opt in with kOn).
+// kAuto and kOn calibrate every model whose source carries a tokenizer (HF tokenizer files, or a GGUF
+// vocabulary); without one, Q4_K is rounded plainly with a warning. kOff never calibrates.
 enum class CalibrationMode { kAuto, kOn, kOff };
-inline constexpr uint64_t kAutoCalibrationMaxWeights = 10'000'000;
 
 struct ConvertOptions {
   std::filesystem::path src;  // HF folder or .gguf file

@@ -82,6 +82,7 @@ struct Token {
   std::span<const uint8_t> bytes;  // what the writer appends for this chunk
   TensorStats stats;
   Status status;
+  std::shared_ptr<const quant::GptqFactor> gptq;  // the job's calibration factor (null: plain rounding)
 };
 
 // Squared error and squared source values over the finite source values.
@@ -152,6 +153,7 @@ class Pipeline {
   size_t next_job_ = 0;
   int64_t next_row_ = 0;
   size_t next_seq_ = 0;
+  std::shared_ptr<const quant::GptqFactor> gptq_;  // of the job being cut
   std::atomic<bool> stop_{false};
 
   // Writer state (stage 3 only).
@@ -190,6 +192,19 @@ Token* Pipeline::next_chunk(tbb::flow_control& fc) {
   t->stats = TensorStats{};
   t->status = Status::Ok();
   t->bytes = {};
+  if (t->first) {
+    gptq_ = nullptr;
+    if (options_.gptq_factor) {
+      Result<std::shared_ptr<const quant::GptqFactor>> f = options_.gptq_factor(next_job_);
+      if (f.ok()) {
+        gptq_ = std::move(*f);
+      } else {
+        t->status = f.status();
+        stop_.store(true);
+      }
+    }
+  }
+  t->gptq = gptq_;
   if (t->first && job.plan.layout == Layout::kColumnWise) col_[next_job_] = pool_.take(job.plan.size_bytes);
   next_row_ = t->r1;
   if (t->last) {
@@ -228,8 +243,8 @@ Status Pipeline::check_values(Token& t, const TensorJob& job, int64_t row0, std:
 Status Pipeline::encode(Token& t, const TensorJob& job, int64_t row0, std::span<float> x,
                         const quant::QuantizeRowsParams& q) {
   Status s = Status::Ok();
-  if (job.gptq && q.dtype == DType::kQ4_K) {
-    s = quant::quantize_rows_gptq({q.layout, q.n_rows, q.k_cols, q.row_begin, q.rows, job.gptq.get(), q.dst});
+  if (t.gptq && q.dtype == DType::kQ4_K) {
+    s = quant::quantize_rows_gptq({q.layout, q.n_rows, q.k_cols, q.row_begin, q.rows, t.gptq.get(), q.dst});
   } else {
     s = quant::quantize_rows(q);
   }
@@ -426,6 +441,7 @@ Status Pipeline::write(Token& t) {
 }
 
 void Pipeline::recycle(Token* t) {
+  t->gptq = nullptr;
   std::lock_guard<std::mutex> lock(free_mu_);
   free_.push_back(t);
 }
@@ -445,7 +461,7 @@ Result<std::vector<TensorStats>> Pipeline::run() {
                                        [&](tbb::flow_control& fc) { return next_chunk(fc); }) &
             tbb::make_filter<Token*, Token*>(tbb::filter_mode::parallel,
                                              [&](Token* t) {
-                                               t->status = transform(*t);
+                                               if (t->status.ok()) t->status = transform(*t);
                                                if (!t->status.ok()) stop_.store(true);
                                                return t;
                                              }) &

@@ -35,8 +35,6 @@ struct TensorJob {
   PlanEntry plan;
   TensorPlacement placement;   // planned placement (the writer must reproduce it)
   std::vector<bool> raw_parts;  // per source part: copy the stored blocks bit-exactly
-  // Set for Q4_K matrices with calibration: error-compensated encoding (quant/gptq.h) instead of rounding.
-  std::shared_ptr<const quant::GptqFactor> gptq;
 };
 
 struct PipelineOptions {
@@ -44,6 +42,10 @@ struct PipelineOptions {
   bool allow_nonfinite = false;
   int rmse_every_chunks = 16;
   std::function<void(const ConvertProgress&)> on_progress;
+  // Calibrated Q4_K (quant/gptq.h): called once per job, in job order, from the serial input stage before the
+  // job's first chunk; a non-null factor makes its Q4_K chunks error-compensated. May block (a calibration
+  // layer pass). Unset: plain rounding everywhere.
+  std::function<Result<std::shared_ptr<const quant::GptqFactor>>(size_t job)> gptq_factor;
 };
 
 struct TensorStats {

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <string>
 
+#include "quant/blas.h"
 #include "quant/blocks.h"
 #include "quant/f16.h"
 #include "quant/layout.h"
@@ -19,28 +20,8 @@ namespace {
 constexpr int64_t kB = kQK_K;  // 256 values per block
 constexpr size_t kBs = kQK_K;
 constexpr int64_t kBatchCols = 128;     // lazy-update batch (GPTQ's "block")
-constexpr int64_t kRowGroup = 8;        // rows per task in row_wise
-
-// Lower Cholesky factor of a (row-major n x n, in place). Returns the first non-positive pivot, or -1.
-int64_t cholesky_lower(std::vector<double>& a, int64_t n) {
-  for (int64_t j = 0; j < n; ++j) {
-    double* rj = a.data() + j * n;
-    double d = rj[j];
-    for (int64_t p = 0; p < j; ++p) d -= rj[p] * rj[p];
-    if (!(d > 0.0)) return j;
-    rj[j] = std::sqrt(d);
-    const double inv = 1.0 / rj[j];
-    tbb::parallel_for(tbb::blocked_range<int64_t>(j + 1, n, 64), [&](const tbb::blocked_range<int64_t>& r) {
-      for (int64_t i = r.begin(); i < r.end(); ++i) {
-        double* ri = a.data() + i * n;
-        double s = ri[j];
-        for (int64_t p = 0; p < j; ++p) s -= ri[p] * rj[p];
-        ri[j] = s * inv;
-      }
-    }, tbb::static_partitioner());
-  }
-  return -1;
-}
+constexpr int64_t kRowGroup = 64;       // rows per task in row_wise
+constexpr int64_t kUpdateCols = 1024;   // columns per task of the lazy update
 
 // The decode parameters of one Q4_K block: value = scale[j] * q - min[j] for sub-block j.
 struct Q4KParams {
@@ -164,81 +145,19 @@ void run_group(const Group& g) {
         for (int64_t j = k + 1; j < k1; ++j) wr[j] -= e * uk[j];
       }
     }
-    for (int64_t r = 0; r < g.m; ++r) {  // the batch's errors onto the inputs after it
-      float* wr = w.data() + r * kc;
-      for (int64_t c = 0; c < k1 - k0; ++c) {
-        const float e = err[r * kBatchCols + c];
-        const float* uk = u.data() + (k0 + c) * kc;
-        for (int64_t j = k1; j < kc; ++j) wr[j] -= e * uk[j];
-      }
-    }
+    // The batch's errors onto the inputs after it: W[:, k1:] -= E U[k0:k1, k1:], one single-threaded sgemm
+    // per fixed slice of columns.
+    const int64_t rest = kc - k1, slices = (rest + kUpdateCols - 1) / kUpdateCols;
+    tbb::parallel_for(int64_t{0}, slices, [&](int64_t sl) {
+      const int64_t j0 = k1 + sl * kUpdateCols, jn = std::min(kUpdateCols, kc - j0);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(g.m), static_cast<int>(jn),
+                  static_cast<int>(k1 - k0), -1.0f, err.data(), static_cast<int>(kBatchCols), u.data() + k0 * kc + j0,
+                  static_cast<int>(kc), 1.0f, w.data() + j0, static_cast<int>(kc));
+    });
   }
 }
 
 }  // namespace
-
-Result<GptqFactor> gptq_factor(std::span<const double> hessian, int64_t k_cols, double damp, bool act_order) {
-  if (k_cols < 1 || hessian.size() != static_cast<size_t>(k_cols) * static_cast<size_t>(k_cols)) {
-    return Status(StatusCode::kInvalidArgument, "gptq: hessian has " + std::to_string(hessian.size()) +
-                                                    " values, expected k_cols^2 with k_cols " + std::to_string(k_cols));
-  }
-  if (!(damp > 0.0) || !std::isfinite(damp)) {
-    return Status(StatusCode::kInvalidArgument, "gptq: damp must be > 0, got " + std::to_string(damp));
-  }
-  const int64_t n = k_cols;
-  for (size_t i = 0; i < hessian.size(); ++i) {
-    if (!std::isfinite(hessian[i])) {
-      return Status(StatusCode::kNonFinite, "gptq: hessian[" + std::to_string(i / n) + "][" +
-                                                std::to_string(i % n) + "] is not finite");
-    }
-  }
-  GptqFactor f;
-  f.k_cols = n;
-  f.importance.resize(static_cast<size_t>(n));
-  double mean_diag = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    const double h = hessian[i * n + i];
-    f.importance[i] = static_cast<float>(std::max(h, 0.0));
-    mean_diag += h > 0.0 ? h : 1.0;
-  }
-  mean_diag /= static_cast<double>(n);
-  if (act_order) {  // inputs by decreasing H[i][i] (ties: lower index first)
-    f.order.resize(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) f.order[i] = i;
-    std::stable_sort(f.order.begin(), f.order.end(),
-                     [&](int64_t x, int64_t y) { return hessian[x * n + x] > hessian[y * n + y]; });
-  }
-  const auto at = [&](int64_t i) { return f.order.empty() ? i : f.order[i]; };
-  // A = J H J (J reverses the index order): if A = M M^T then U = J M^-1 J is upper triangular with
-  // U^T U = H^-1, so one Cholesky and one triangular inverse give GPTQ's factor.
-  std::vector<double> a(static_cast<size_t>(n * n));
-  for (int64_t i = 0; i < n; ++i) {
-    for (int64_t j = 0; j < n; ++j) a[i * n + j] = hessian[at(n - 1 - i) * n + at(n - 1 - j)];
-    double& d = a[i * n + i];
-    if (!(d > 0.0)) d = 1.0;
-    d += damp * mean_diag;
-  }
-  if (const int64_t bad = cholesky_lower(a, n); bad >= 0) {
-    return Status(StatusCode::kValidation, "gptq: hessian is not positive definite after damping (pivot " +
-                                               std::to_string(at(n - 1 - bad)) + ")");
-  }
-  f.u.assign(static_cast<size_t>(n * n), 0.0f);
-  // Column c of M^-1 by forward substitution; columns are independent.
-  tbb::parallel_for(tbb::blocked_range<int64_t>(0, n, 16), [&](const tbb::blocked_range<int64_t>& r) {
-    std::vector<double> x(static_cast<size_t>(n));
-    for (int64_t c = r.begin(); c < r.end(); ++c) {
-      x[c] = 1.0 / a[c * n + c];
-      for (int64_t i = c + 1; i < n; ++i) {
-        const double* ri = a.data() + i * n;
-        double s = 0;
-        for (int64_t p = c; p < i; ++p) s += ri[p] * x[p];
-        x[i] = -s / ri[i];
-      }
-      for (int64_t i = c; i < n; ++i) f.u[(n - 1 - i) * n + (n - 1 - c)] = static_cast<float>(x[i]);
-    }
-  }, tbb::static_partitioner());
-  return f;
-}
 
 Status quantize_rows_gptq(const GptqRowsParams& p) {
   if (p.factor == nullptr || p.factor->k_cols != p.k_cols ||
@@ -258,6 +177,7 @@ Status quantize_rows_gptq(const GptqRowsParams& p) {
   // except for flat matrices whose blocks straddle rows, which keep them.
   RDRR_RETURN_IF_ERROR(quantize_rows(plain));
   if (p.layout == Layout::kFlat && p.k_cols % kB != 0) return Status::Ok();
+  use_single_threaded_blas();
   const int64_t chunk_rows = static_cast<int64_t>(p.rows.size()) / p.k_cols;
   const int64_t group = p.layout == Layout::kColumnWise ? kB : kRowGroup;
   const int64_t n_groups = (chunk_rows + group - 1) / group;

@@ -15,7 +15,8 @@
 //   flat with K % 256 != 0 (blocks straddle rows): no compensation; the normal search weighted by diag(H).
 //
 // Rows are independent given H (column_wise: groups of 256 rows), so chunks of rows quantize in any order
-// and in parallel (oneTBB, static partition), and the bytes are the same at any thread count.
+// and in parallel (oneTBB), and the bytes are the same at any thread count. GPTQ's lazy batch update (the
+// errors of 128 inputs onto every later input) is a BLAS sgemm on fixed row groups and column slices.
 #pragma once
 
 #include <cstdint>
@@ -37,11 +38,15 @@ struct GptqFactor {
   std::vector<int64_t> order;     // act order: processing position -> input (empty: 0..K-1)
 };
 
-// H: K*K row-major, symmetric positive semi-definite (e.g. sum of x x^T over calibration tokens). damp:
-// added to the diagonal as damp * mean(diag(H)) (GPTQ's percdamp, default 0.01); inputs never activated
-// (H[i][i] == 0) get H[i][i] = 1 so they are rounded plainly. Work O(K^3), parallel over columns.
+// H: K*K row-major, symmetric positive semi-definite (e.g. the mean of x x^T over calibration tokens); only its
+// lower triangle is read. damp: added to the diagonal as damp * mean(diag(H)) (GPTQ's percdamp, default 0.01);
+// inputs never activated (H[i][i] == 0) get H[i][i] = 1 so they are rounded plainly. Float arithmetic through
+// the BLAS (quant/blas.h): a tiled Cholesky of the reversed H and a triangular inverse, O(K^3) in tiles
+// spread over oneTBB (the same bits at any thread count). Memory: H is released once copied; peak 2 K^2 floats.
 // Errors: kInvalidArgument (sizes, damp <= 0), kNonFinite (NaN/Inf in H), kValidation (H not positive
 // definite after damping, naming the pivot).
+Result<GptqFactor> gptq_factor(std::vector<float> hessian, int64_t k_cols, double damp = 0.01, bool act_order = false);
+// The same from a double H (rounded to float).
 Result<GptqFactor> gptq_factor(std::span<const double> hessian, int64_t k_cols, double damp = 0.01,
                                bool act_order = false);
 

@@ -263,7 +263,7 @@ TEST(ConvertDeterminism, ByteIdenticalForOneAndTwoThreads) {
   }
 }
 
-// --calibration: auto (the default) calibrates a model this small, none rounds plainly, anything else is a
+// --calibration: auto (the default) calibrates a source with a tokenizer, none rounds plainly, anything else is a
 // usage error (exit 2) written before any output.
 TEST(ConvertCli, CalibrationFlag) {
   TempDir tmp;
@@ -277,7 +277,7 @@ TEST(ConvertCli, CalibrationFlag) {
     const Manifest m = read_pack(out);
     EXPECT_EQ(m.metadata.converter.flags.at("calibration"), cal);
     if (mode == "auto") {
-      EXPECT_NE(cal.find("text tokens + 32 samples x 64 tokens"), std::string::npos) << cal;
+      EXPECT_NE(cal.find("text tokens + 128 samples x 8 tokens"), std::string::npos) << cal;
       EXPECT_NE(r.err.find("Q4_K calibrated on"), std::string::npos) << r.err;
     } else {
       EXPECT_EQ(cal, "none");

@@ -80,7 +80,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--calibration", calibration,
                  "error-compensated Q4_K from calibration activations (built-in text + model samples): "
-                 "auto (on when the Q4_K matrices hold <= 10M values), on, none")
+                 "auto or on (every source with a tokenizer), none")
       ->capture_default_str();
   try {
     app.parse(argc, argv);

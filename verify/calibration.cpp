@@ -4,10 +4,16 @@
 #include <tbb/parallel_for.h>
 #include <tbb/partitioner.h>
 
+#include <algorithm>
+#include <array>
+#include <atomic>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <random>
 #include <string>
+
+#include <unistd.h>
 
 #include "tokenizer/tokenizer.h"
 #include "verify/reference_model.h"
@@ -52,54 +58,6 @@ std::string_view calibration_text() { return kText; }
 
 namespace {
 
-// The text cut at paragraph breaks, each paragraph encoded (with BOS) and cut to sequence_tokens.
-Result<std::vector<std::vector<int32_t>>> text_sequences(const tok::Tokenizer& tk, size_t vocab,
-                                                         const CalibrationOptions& options) {
-  std::vector<std::vector<int32_t>> seqs;
-  size_t total = 0;
-  std::string_view rest = kText;
-  while (!rest.empty() && total < options.max_tokens) {
-    const size_t cut = rest.find("\n\n");
-    const std::string_view para = rest.substr(0, cut);
-    rest = cut == std::string_view::npos ? std::string_view() : rest.substr(cut + 2);
-    RDRR_ASSIGN_OR_RETURN(std::vector<tok::TokenId> ids, tk.encode(para));
-    std::vector<int32_t> seq;
-    for (tok::TokenId id : ids) {
-      if (id >= 0 && static_cast<size_t>(id) < vocab) seq.push_back(id);
-    }
-    seq.resize(std::min({seq.size(), options.sequence_tokens, options.max_tokens - total}));
-    if (seq.size() < 2) continue;
-    total += seq.size();
-    seqs.push_back(std::move(seq));
-  }
-  return seqs;
-}
-
-// One sample of the model: from `start`, temperature 1, uniforms from a SplitMix64 stream (`state`). Every
-// position (the last one too) runs once, through `observer`.
-Result<std::vector<int32_t>> sample_sequence(const ReferenceModel& model, int32_t start, size_t length,
-                                             uint64_t& state, const ReferenceModel::LinearInputObserver& observer) {
-  std::vector<int32_t> seq = {start};
-  ReferenceModel::KvCache cache;
-  int32_t token = start;
-  while (true) {
-    RDRR_ASSIGN_OR_RETURN(std::vector<float> logits,
-                          model.extend(cache, std::span<const int32_t>(&token, 1), &observer));
-    if (seq.size() >= length) break;
-    double mx = -INFINITY;
-    for (float l : logits) mx = std::max(mx, static_cast<double>(l));
-    std::vector<double> p(logits.size());
-    double z = 0;
-    for (size_t i = 0; i < p.size(); ++i) z += (p[i] = std::exp(static_cast<double>(logits[i]) - mx));
-    double u = splitmix64_unit(state) * z;
-    size_t pick = 0;
-    while (pick + 1 < p.size() && (u -= p[pick]) >= 0) ++pick;
-    token = static_cast<int32_t>(pick);
-    seq.push_back(token);
-  }
-  return seq;
-}
-
 // Upper triangle of h += x^T x (k x k); each row of h by one task in token order: the same bits at any
 // thread count. mirror_lower() completes h (x_i x_j == x_j x_i exactly, so both halves would be equal).
 void accumulate_moments(std::vector<double>& h, const Matrix& x) {
@@ -124,64 +82,150 @@ void mirror_lower(std::vector<double>& h) {
   }
 }
 
+// Every layer's H (double), handed out one layer at a time as float.
+class ReferenceCalibration final : public convert::LayerCalibration {
+ public:
+  explicit ReferenceCalibration(std::vector<std::array<std::vector<double>, 4>> h) : h_(std::move(h)) {}
+  Result<std::array<std::vector<float>, 4>> layer_hessians(uint32_t layer, std::array<bool, 4> wanted) override {
+    std::array<std::vector<float>, 4> out;
+    if (layer >= h_.size()) return out;
+    for (size_t i = 0; i < out.size(); ++i) {
+      if (wanted[i]) out[i].assign(h_[layer][i].begin(), h_[layer][i].end());
+      h_[layer][i] = {};
+    }
+    return out;
+  }
+
+ private:
+  std::vector<std::array<std::vector<double>, 4>> h_;
+};
+
+// One sample of the model: from `start`, temperature 1, uniforms from `state`. Every position (the last one
+// too) runs once, through `observer`.
+Result<std::vector<int32_t>> sample_sequence(const ReferenceModel& model, int32_t start, size_t length,
+                                             uint64_t state, const ReferenceModel::LinearInputObserver& observer) {
+  std::vector<int32_t> seq = {start};
+  ReferenceModel::KvCache cache;
+  int32_t token = start;
+  while (true) {
+    RDRR_ASSIGN_OR_RETURN(std::vector<float> logits,
+                          model.extend(cache, std::span<const int32_t>(&token, 1), &observer));
+    if (seq.size() >= length) break;
+    const std::vector<double> l(logits.begin(), logits.end());
+    token = sample_token(l, state);
+    seq.push_back(token);
+  }
+  return seq;
+}
+
 }  // namespace
 
-Result<convert::CalibrationOutput> calibrate(const convert::CalibrationContext& ctx,
-                                             const CalibrationOptions& options) {
-  convert::CalibrationOutput out;
+Result<std::unique_ptr<tok::Tokenizer>> source_tokenizer(const convert::CalibrationContext& ctx,
+                                                         const convert::ModelConfig& config, std::string& why) {
+  namespace fs = std::filesystem;
   std::error_code ec;
-  if (!std::filesystem::is_directory(ctx.src, ec)) {
-    out.warnings.push_back("calibration skipped: " + ctx.src.string() +
-                           " is not a folder with tokenizer files (Q4_K rounded without calibration)");
-    return out;
+  if (fs::is_directory(ctx.src, ec)) {
+    Result<std::unique_ptr<tok::Tokenizer>> tk = tok::load_tokenizer(ctx.src);
+    if (tk.ok()) return tk;
+    why = tk.status().to_string();
+    return std::unique_ptr<tok::Tokenizer>();
   }
-  Result<std::unique_ptr<tok::Tokenizer>> tk = tok::load_tokenizer(ctx.src);
-  if (!tk.ok()) {
-    out.warnings.push_back("calibration skipped: " + tk.status().to_string());
-    return out;
+  if (!config.gguf_tokenizer_json) {
+    why = ctx.src.string() + " carries no tokenizer";
+    return std::unique_ptr<tok::Tokenizer>();
   }
+  // The loader reads files: the GGUF's tokenizer metadata through a private temporary folder.
+  static std::atomic<uint64_t> counter{0};
+  const fs::path dir = fs::temp_directory_path(ec) /
+                       ("rdrr-calibration-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+  if (ec || !fs::create_directories(dir, ec)) {
+    return error(StatusCode::kIo, "calibration: cannot create a temporary folder " + dir.string() + ": " + ec.message());
+  }
+  const fs::path file = dir / convert::kGgufTokenizerFileName;
+  Result<std::unique_ptr<tok::Tokenizer>> tk = [&]() -> Result<std::unique_ptr<tok::Tokenizer>> {
+    std::ofstream out(file, std::ios::binary);
+    out << *config.gguf_tokenizer_json;
+    out.close();
+    if (!out) return error(StatusCode::kIo, "calibration: cannot write " + file.string());
+    return tok::load_tokenizer_file(file);
+  }();
+  fs::remove_all(dir, ec);
+  if (tk.ok()) return tk;
+  why = tk.status().to_string();
+  return std::unique_ptr<tok::Tokenizer>();
+}
+
+// The text cut at paragraph breaks, each paragraph encoded (with BOS) and cut to sequence_tokens.
+Result<std::vector<std::vector<int32_t>>> calibration_sequences(const tok::Tokenizer& tk, size_t vocab,
+                                                                const CalibrationOptions& options) {
+  std::vector<std::vector<int32_t>> seqs;
+  size_t total = 0;
+  std::string_view rest = kText;
+  while (!rest.empty() && total < options.max_tokens) {
+    const size_t cut = rest.find("\n\n");
+    const std::string_view para = rest.substr(0, cut);
+    rest = cut == std::string_view::npos ? std::string_view() : rest.substr(cut + 2);
+    RDRR_ASSIGN_OR_RETURN(std::vector<tok::TokenId> ids, tk.encode(para));
+    std::vector<int32_t> seq;
+    for (tok::TokenId id : ids) {
+      if (id >= 0 && static_cast<size_t>(id) < vocab) seq.push_back(id);
+    }
+    seq.resize(std::min({seq.size(), options.sequence_tokens, options.max_tokens - total}));
+    if (seq.size() < 2) continue;
+    total += seq.size();
+    seqs.push_back(std::move(seq));
+  }
+  return seqs;
+}
+
+std::string calibration_description(size_t text_tokens, const CalibrationOptions& options) {
+  return std::to_string(text_tokens) + " text tokens + " + std::to_string(options.samples) + " samples x " +
+         std::to_string(options.sample_tokens) + " tokens";
+}
+
+Result<convert::CalibrationOutput> calibrate_reference(const convert::CalibrationContext& ctx,
+                                                       const CalibrationOptions& options) {
+  convert::CalibrationOutput out;
   RDRR_ASSIGN_OR_RETURN(ReferenceModel model, ReferenceModel::load_source(ctx.src));
-  RDRR_ASSIGN_OR_RETURN(std::vector<std::vector<int32_t>> seqs, text_sequences(**tk, model.vocab_size(), options));
+  std::string why;
+  RDRR_ASSIGN_OR_RETURN(std::unique_ptr<tok::Tokenizer> tk, source_tokenizer(ctx, model.config(), why));
+  if (!tk) {
+    out.warnings.push_back("calibration skipped: " + why + " (Q4_K rounded without calibration)");
+    return out;
+  }
+  RDRR_ASSIGN_OR_RETURN(std::vector<std::vector<int32_t>> seqs, calibration_sequences(*tk, model.vocab_size(), options));
   size_t text_tokens = 0;
   for (const auto& s : seqs) text_tokens += s.size();
-  const int32_t start = (*tk)->bos_id().value_or(seqs.empty() ? 0 : seqs.front().front());
-  out.hessians.resize(model.config().architecture.num_layers);
+  const int32_t start = tk->bos_id().value_or(seqs.empty() ? 0 : seqs.front().front());
+  std::vector<std::array<std::vector<double>, 4>> h(model.config().architecture.num_layers);
   const ReferenceModel::LinearInputObserver observe = [&](size_t layer, ReferenceModel::LinearInput which,
                                                           const Matrix& x) {
-    accumulate_moments(out.hessians[layer][static_cast<size_t>(which)], x);
+    accumulate_moments(h[layer][static_cast<size_t>(which)], x);
   };
   size_t total = 0;
   for (const std::vector<int32_t>& s : seqs) {  // the text, then the samples (observed as they are drawn)
     total += s.size();
     RDRR_RETURN_IF_ERROR(model.observe_linear_inputs(s, observe).context("calibration"));
   }
-  uint64_t state = 0x9E3779B97F4A7C15ull;  // the SplitMix64 seed
   for (size_t n = 0; n < options.samples; ++n) {
     RDRR_ASSIGN_OR_RETURN(std::vector<int32_t> s,
-                          sample_sequence(model, start, options.sample_tokens, state, observe));
+                          sample_sequence(model, start, options.sample_tokens, options.seed + n, observe));
     total += s.size();
   }
-  for (auto& layer : out.hessians) {
-    for (std::vector<double>& h : layer) {
-      mirror_lower(h);
-      for (double& v : h) {
-        v /= static_cast<double>(total);
-        if (!std::isfinite(v)) {  // NaN/Inf weights: the pipeline names them (or --allow-nonfinite keeps them)
-          out.hessians.clear();
-          out.warnings.push_back("calibration skipped: the source model's activations are not finite");
-          return out;
-        }
-      }
+  for (auto& layer : h) {
+    for (std::vector<double>& m : layer) {
+      mirror_lower(m);
+      for (double& v : m) v /= static_cast<double>(total);
     }
   }
+  out.session = std::make_unique<ReferenceCalibration>(std::move(h));
   out.tokens = total;
-  out.description = std::to_string(text_tokens) + " text tokens + " + std::to_string(options.samples) + " samples x " +
-                    std::to_string(options.sample_tokens) + " tokens";
+  out.description = calibration_description(text_tokens, options);
   return out;
 }
 
-convert::Calibrator make_calibrator(CalibrationOptions options) {
-  return [options](const convert::CalibrationContext& ctx) { return calibrate(ctx, options); };
+convert::Calibrator make_reference_calibrator(CalibrationOptions options) {
+  return [options](const convert::CalibrationContext& ctx) { return calibrate_reference(ctx, options); };
 }
 
 }  // namespace rdrr::verify

@@ -1,7 +1,8 @@
 // StreamingReference: layer-at-a-time passes over streamed weights (see the header).
 #include "verify/stream_reference.h"
 
-#include <cblas.h>
+#include "verify/stream_reference_internal.h"
+
 #include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
 
@@ -14,85 +15,18 @@
 #include <utility>
 
 #include "convert/source.h"
+#include "quant/blas.h"
 #include "rdrr/manifest_json.h"
 #include "rdrr/shard_reader.h"
 #include "rdrr/validate.h"
 #include "verify/reference_load.h"
 #include "verify/reference_weights.h"
 
-extern "C" void openblas_set_num_threads(int num_threads);
-
 namespace rdrr::verify {
-
-// Working memory of one chunk task, reused: fresh multi-MB buffers per chunk would cost a page fault and a
-// memset per page (most of the time, measured). A pool, not thread_local: a thread that waits inside a nested
-// parallel decode may start another chunk task.
-struct ChunkScratch {
-  std::vector<float> rows;
-  ReferenceWeights::RowScratch read;
-};
-
-class ScratchPool {
- public:
-  std::unique_ptr<ChunkScratch> take() {
-    const std::lock_guard lock(mu_);
-    if (free_.empty()) return std::make_unique<ChunkScratch>();
-    std::unique_ptr<ChunkScratch> s = std::move(free_.back());
-    free_.pop_back();
-    return s;
-  }
-  void give(std::unique_ptr<ChunkScratch> s) {
-    const std::lock_guard lock(mu_);
-    free_.push_back(std::move(s));
-  }
-
- private:
-  std::mutex mu_;
-  std::vector<std::unique_ptr<ChunkScratch>> free_;
-};
-
-// Tensors read since the last release, and their mapped bytes (StreamOptions::resident_bytes).
-class ResidentSet {
- public:
-  void note(const ReferenceWeights& w, const std::string& name, uint64_t budget) {
-    const std::lock_guard lock(mu_);
-    if (names_.insert(name).second) bytes_ += w.stored_bytes(name);
-    if (bytes_ <= budget) return;
-    for (const std::string& n : names_) w.release_rows(n, 0, UINT64_MAX);
-    names_.clear();
-    bytes_ = 0;
-  }
-
- private:
-  std::mutex mu_;
-  std::set<std::string> names_;
-  uint64_t bytes_ = 0;
-};
-
-struct StreamingReference::State {
-  StreamOptions options;
-  mutable ScratchPool scratch;
-  mutable ResidentSet resident;
-  std::unique_ptr<convert::SourceModel> source;  // one of source / (manifest, reader) backs `weights`
-  std::unique_ptr<Manifest> manifest;
-  std::unique_ptr<ShardReader> reader;
-  std::unique_ptr<ReferenceWeights> weights;
-  convert::ModelConfig config;
-  LinearSource embed, head;  // head == embed when tied
-  std::vector<float> final_norm;
-  std::vector<LayerLinears> linears;
-  std::vector<LayerParams> params;
-};
 
 namespace {
 
 using M = ModelTensor;
-
-// The BLAS runs single-threaded inside each oneTBB task: one thread pool, and each chunk's sums in one order.
-void init_blas_once() {
-  static std::once_flag once;
-  std::call_once(once, [] { openblas_set_num_threads(1); });
-}
 
 Status resolve(StreamingReference::State& s) {
   const ReferenceWeights& w = *s.weights;
@@ -133,9 +67,14 @@ void multiply_chunk(std::span<const float> x, size_t t_rows, const float* w, uin
               0.0f, y, static_cast<int>(ldy));
 }
 
+// Weight rows at least in one chunk task of a GEMM: every chunk re-packs the activations, so a chunk of few rows
+// spends more time packing than multiplying.
+constexpr uint64_t kGemmMinChunkRows = 256;
+
 // Rows of one chunk task: a multiple of the tensor's row alignment.
-uint64_t chunk_rows(const StreamingReference::State& s, const LinearSource& src, uint64_t align) {
-  const uint64_t rows = std::max<uint64_t>(1, s.options.chunk_bytes / (src.in_features * sizeof(float)));
+uint64_t chunk_rows(const StreamingReference::State& s, const LinearSource& src, uint64_t align, size_t t_rows) {
+  uint64_t rows = std::max<uint64_t>(1, s.options.chunk_bytes / (src.in_features * sizeof(float)));
+  if (t_rows > kGemvMaxRows) rows = std::max(rows, kGemmMinChunkRows);
   return ceil_to(rows, align);
 }
 
@@ -147,10 +86,10 @@ Status streamed_matmul(const StreamingReference::State& s, const LinearSource& s
   RDRR_ASSIGN_OR_RETURN(const std::vector<int64_t> shape, w.shape(src.weight));
   const uint64_t n = static_cast<uint64_t>(shape[0]);
   const uint64_t align = std::max<uint64_t>(1, w.row_alignment(src.weight));
-  const uint64_t step = chunk_rows(s, src, align), first = begin / align * align;
+  const uint64_t step = chunk_rows(s, src, align, t_rows), first = begin / align * align;
   const uint64_t read_end = std::min(n, ceil_to(end, align));
   const uint64_t chunks = (read_end - first + step - 1) / step;
-  y.assign(t_rows * src.rows, 0.0f);
+  y.resize(t_rows * src.rows);  // every element is written by exactly one chunk
   std::mutex mu;
   Status failure = Status::Ok();
   tbb::parallel_for(uint64_t{0}, chunks, [&](uint64_t c) {
@@ -174,13 +113,28 @@ Status streamed_matmul(const StreamingReference::State& s, const LinearSource& s
   return failure;
 }
 
+}  // namespace
+
+namespace stream_detail {
+
 // The map applied to activations x (double): f32 matmul, bias added, back to double.
 Result<Matrix> apply_linear(const StreamingReference::State& s, const LinearSource& src, const Matrix& x) {
-  std::vector<float> xf(x.data.size()), y;
+  // The f32 input and output reuse pooled buffers: fresh ones of this size (up to hundreds of MB in a
+  // calibration pass) would be mapped, faulted in page by page, zeroed and unmapped on every call.
+  std::unique_ptr<ChunkScratch> io = s.linear_io.take();
+  std::vector<float>& xf = io->rows;
+  std::vector<float>& y = io->read.floats;
+  xf.resize(x.data.size());
   for (size_t i = 0; i < xf.size(); ++i) xf[i] = static_cast<float>(x.data[i]);
-  RDRR_RETURN_IF_ERROR(streamed_matmul(s, src, xf, x.rows, y));
-  Matrix out(x.rows, src.rows);
-  for (size_t i = 0; i < y.size(); ++i) out.data[i] = y[i];
+  const Status st = streamed_matmul(s, src, xf, x.rows, y);
+  Matrix out;
+  if (st.ok()) {
+    out.rows = x.rows;
+    out.cols = src.rows;
+    out.data.assign(y.begin(), y.begin() + static_cast<std::ptrdiff_t>(x.rows * src.rows));
+  }
+  s.linear_io.give(std::move(io));
+  RDRR_RETURN_IF_ERROR(st);
   if (!src.bias.empty()) {
     RDRR_ASSIGN_OR_RETURN(const std::vector<float> bias, s.weights->read_f32(src.bias));
     for (size_t t = 0; t < out.rows; ++t) {
@@ -215,14 +169,22 @@ Result<Matrix> embed_tokens(const StreamingReference::State& s, std::span<const 
   return h;
 }
 
-// One sequence of a job: its KV cache per layer.
-struct Sequence {
-  std::vector<Matrix> k, v;
-};
+Status run_layer(const StreamingReference::State& s, size_t layer, Matrix& h, std::span<const BatchSegment> segments,
+                 const ObserveLinearInput& observe) {
+  Status failure = Status::Ok();
+  const ApplyLinear apply = [&](LayerLinear which, const Matrix& x) {
+    const LinearSource& src = s.linears[layer][static_cast<size_t>(which)];
+    Result<Matrix> y = failure.ok() ? apply_linear(s, src, x) : Result<Matrix>(failure);
+    if (y.ok()) return std::move(*y);
+    if (failure.ok()) failure = y.status();
+    return Matrix(x.rows, src.rows);
+  };
+  run_decoder_layer(s.config, s.params[layer], apply, h, segments, observe);
+  return failure.context("layer " + std::to_string(layer));
+}
 
-// h (the new rows of each sequence, stacked in `rows_of` order) through every layer.
 Status forward(const StreamingReference::State& s, Matrix& h, std::vector<Sequence>& seqs,
-               std::span<const std::pair<size_t, size_t>> rows_of,  // (sequence, rows) per segment
+               std::span<const std::pair<size_t, size_t>> rows_of,
                const ReferenceModel::LinearInputObserver* observer) {
   for (size_t layer = 0; layer < s.linears.size(); ++layer) {
     std::vector<BatchSegment> segments;
@@ -231,20 +193,11 @@ Status forward(const StreamingReference::State& s, Matrix& h, std::vector<Sequen
       segments.push_back({.row_begin = row, .rows = rows, .k = &seqs[seq].k[layer], .v = &seqs[seq].v[layer]});
       row += rows;
     }
-    Status failure = Status::Ok();
-    const ApplyLinear apply = [&](LayerLinear which, const Matrix& x) {
-      const LinearSource& src = s.linears[layer][static_cast<size_t>(which)];
-      Result<Matrix> y = failure.ok() ? apply_linear(s, src, x) : Result<Matrix>(failure);
-      if (y.ok()) return std::move(*y);
-      if (failure.ok()) failure = y.status();
-      return Matrix(x.rows, src.rows);
-    };
     ObserveLinearInput observe;
     if (observer != nullptr) {
       observe = [observer, layer](LinearInput which, const Matrix& x) { (*observer)(layer, which, x); };
     }
-    run_decoder_layer(s.config, s.params[layer], apply, h, segments, observe);
-    RDRR_RETURN_IF_ERROR(failure.context("layer " + std::to_string(layer)));
+    RDRR_RETURN_IF_ERROR(run_layer(s, layer, h, segments, observe));
   }
   return Status::Ok();
 }
@@ -261,6 +214,23 @@ Result<Matrix> head_logits(const StreamingReference::State& s, const Matrix& h, 
   return logits;
 }
 
+Status check_tokens(std::span<const int32_t> tokens, uint64_t vocab, const std::string& what) {
+  for (size_t t = 0; t < tokens.size(); ++t) {
+    if (tokens[t] < 0 || static_cast<uint64_t>(tokens[t]) >= vocab) {
+      return error(StatusCode::kInvalidArgument, what + ": token " + std::to_string(t) + " id " +
+                                                     std::to_string(tokens[t]) + " outside [0, " +
+                                                     std::to_string(vocab) + ")");
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace stream_detail
+
+namespace {
+
+using namespace stream_detail;
+
 // Appends the greedy token of a logits row (and its margin) to `out`; returns the token.
 int32_t take_greedy(std::span<const double> logits, GreedyResult& out) {
   const auto [best, margin] = top1_with_margin(logits);
@@ -272,13 +242,7 @@ int32_t take_greedy(std::span<const double> logits, GreedyResult& out) {
 Status check_request(const StreamRequest& r, size_t index, uint64_t vocab) {
   const std::string what = "request " + std::to_string(index);
   if (r.tokens.empty()) return error(StatusCode::kInvalidArgument, what + ": empty token sequence");
-  for (size_t t = 0; t < r.tokens.size(); ++t) {
-    if (r.tokens[t] < 0 || static_cast<uint64_t>(r.tokens[t]) >= vocab) {
-      return error(StatusCode::kInvalidArgument, what + ": token " + std::to_string(t) + " id " +
-                                                     std::to_string(r.tokens[t]) + " outside [0, " +
-                                                     std::to_string(vocab) + ")");
-    }
-  }
+  RDRR_RETURN_IF_ERROR(check_tokens(r.tokens, vocab, what));
   for (size_t i = 0; i < r.positions.size(); ++i) {
     if (r.positions[i] >= r.tokens.size() || (i > 0 && r.positions[i] <= r.positions[i - 1])) {
       return error(StatusCode::kInvalidArgument, what + ": positions must ascend inside the prompt of " +
@@ -296,7 +260,7 @@ StreamingReference& StreamingReference::operator=(StreamingReference&&) noexcept
 StreamingReference::~StreamingReference() = default;
 
 Result<StreamingReference> StreamingReference::open_source(const std::filesystem::path& src, StreamOptions options) {
-  init_blas_once();
+  quant::use_single_threaded_blas();
   auto s = std::make_unique<State>();
   s->options = options;
   // Unfused: a stored gate_up_proj (Phi-3) stays fused, and layer_linears splits it by rows.
@@ -311,7 +275,7 @@ Result<StreamingReference> StreamingReference::open_source(const std::filesystem
 
 Result<StreamingReference> StreamingReference::open_pack(const Manifest& manifest,
                                                          const std::filesystem::path& pack_dir, StreamOptions options) {
-  init_blas_once();
+  quant::use_single_threaded_blas();
   const std::string ctx = "pack " + pack_dir.string();
   RDRR_RETURN_IF_ERROR(
       validate_model_parameters(manifest.architecture, manifest.inference, manifest.tokenizer).context(ctx));
@@ -403,7 +367,7 @@ uint64_t StreamingReference::working_bytes(size_t rows, size_t logit_rows, size_
   uint64_t chunk = 0;
   auto consider = [&](const LinearSource& src) {
     const uint64_t align = std::max<uint64_t>(1, s.weights->row_alignment(src.weight));
-    chunk = std::max(chunk, chunk_rows(s, src, align) * src.in_features * sizeof(float));
+    chunk = std::max(chunk, chunk_rows(s, src, align, rows) * src.in_features * sizeof(float));
   };
   consider(s.head);
   for (const LayerLinears& l : s.linears) {

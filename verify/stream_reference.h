@@ -25,6 +25,7 @@
 #include "convert/model_config.h"
 #include "quant/status.h"
 #include "rdrr/manifest.h"
+#include "verify/reference_layer.h"
 #include "verify/reference_model.h"
 
 namespace rdrr::verify {
@@ -50,6 +51,8 @@ struct StreamOptions {
 
 class StreamingReference {
  public:
+  struct State;  // opaque: the weight source and the resolved per-layer parameters
+
   // Any converter input: an HF folder or a .gguf file (convert::SourceModel: GGUF names mapped to HF, llama q/k
   // rows un-permuted, every GGUF block type). Errors: SourceModel::open's, shape checks (kValidation, naming the
   // tensor), kUnsupported (a feature the reference lacks).
@@ -75,11 +78,43 @@ class StreamingReference {
   // Logits of every position of one sequence, [tokens.size(), vocab] (ReferenceModel::logits' contract).
   Result<std::vector<float>> logits(std::span<const int32_t> tokens) const;
 
+  // Samples at temperature 1, one sequence per start token, `length` tokens each (the start included), all
+  // sequences batched through each pass (KV-cached: length - 1 passes over the weights). Sequence i draws from
+  // its own SplitMix64 stream, state seed + i (verify/splitmix.h sample_token), so the tokens do not depend on
+  // the thread count or on the other sequences. Errors: kInvalidArgument (a start outside the vocabulary),
+  // the weight readers'.
+  Result<std::vector<std::vector<int32_t>>> sample(std::span<const int32_t> starts, size_t length,
+                                                   uint64_t seed) const;
+
+  // Calibration statistics at real sizes: every sequence goes through one layer per run_layer() call (all
+  // their rows together, in groups of whole sequences of at most max_group_rows rows, so one layer's weights
+  // and activations are held at a time), and the observer sees each group's linear inputs. Holds the residual
+  // stream of every row (double). The engine must outlive the pass.
+  class LayerPass {
+   public:
+    LayerPass(LayerPass&&) noexcept;
+    LayerPass& operator=(LayerPass&&) noexcept;
+    ~LayerPass();
+    uint32_t next_layer() const { return layer_; }
+    // Runs layer next_layer() and advances. Errors: kOutOfRange past the last layer, the weight readers'.
+    Status run_layer(const ObserveLinearInput& observe);
+
+   private:
+    friend class StreamingReference;
+    LayerPass() = default;
+    const State* s_ = nullptr;
+    Matrix h_;
+    std::vector<std::pair<size_t, size_t>> groups_;  // row ranges [begin, end) of whole sequences
+    std::vector<size_t> lengths_;                    // rows per sequence, in order
+    uint32_t layer_ = 0;
+  };
+  // Errors: kInvalidArgument (an empty sequence, a token outside the vocabulary), the embedding reader's.
+  Result<LayerPass> start_layer_pass(std::span<const std::vector<int32_t>> sequences, size_t max_group_rows) const;
+
   // Bytes a job of `rows` rows (prompt tokens of all requests) may hold: decoded chunks for `threads` threads, the
   // resident budget of mapped weights, activations, KV caches and the selected logits (an upper estimate).
   uint64_t working_bytes(size_t rows, size_t logit_rows, size_t threads) const;
 
-  struct State;  // opaque: the weight source and the resolved per-layer parameters
 
  private:
   explicit StreamingReference(std::unique_ptr<State> s);

@@ -8,6 +8,7 @@
 #include <tbb/task_arena.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -169,6 +170,78 @@ TEST_P(StreamReference, SameBitsAtAnyThreadCount) {
   }
   ASSERT_EQ(by_threads[0].size(), by_threads[1].size());
   EXPECT_EQ(0, std::memcmp(by_threads[0].data(), by_threads[1].data(), by_threads[0].size() * sizeof(float)));
+}
+
+// The layer pass (calibration) sees the same linear inputs as the double reference's forward pass, within f32
+// rounding, whether the sequences go through a layer in one group or in several; past the last layer it refuses.
+TEST_P(StreamReference, LayerPassSeesTheDoubleReferencesLinearInputs) {
+  const fs::path src = kFixtures / GetParam() / "hf";
+  Result<ReferenceModel> oracle = ReferenceModel::load_source(src);
+  ASSERT_TRUE(oracle.ok()) << oracle.status().to_string();
+  Result<StreamingReference> engine = StreamingReference::open_source(src);
+  ASSERT_TRUE(engine.ok()) << engine.status().to_string();
+  const std::vector<std::vector<int32_t>> seqs = prompts(engine->vocab_size());
+  const size_t layers = engine->config().architecture.num_layers;
+  // want[layer][input]: every sequence's rows stacked in order.
+  std::vector<std::array<std::vector<double>, kLinearInputs>> want(layers);
+  for (const std::vector<int32_t>& seq : seqs) {
+    ASSERT_TRUE(oracle->observe_linear_inputs(seq, [&](size_t layer, LinearInput which, const Matrix& x) {
+      auto& w = want[layer][static_cast<size_t>(which)];
+      w.insert(w.end(), x.data.begin(), x.data.end());
+    }).ok());
+  }
+  for (size_t group_rows : {size_t{1000}, size_t{20}}) {  // one group; several (23 rows: a group alone)
+    Result<StreamingReference::LayerPass> pass = engine->start_layer_pass(seqs, group_rows);
+    ASSERT_TRUE(pass.ok()) << pass.status().to_string();
+    for (size_t layer = 0; layer < layers; ++layer) {
+      std::array<std::vector<double>, kLinearInputs> got;
+      ASSERT_EQ(pass->next_layer(), layer);
+      ASSERT_TRUE(pass->run_layer([&](LinearInput which, const Matrix& x) {
+        auto& g = got[static_cast<size_t>(which)];
+        g.insert(g.end(), x.data.begin(), x.data.end());
+      }).ok());
+      for (size_t i = 0; i < kLinearInputs; ++i) {
+        ASSERT_EQ(got[i].size(), want[layer][i].size()) << "layer " << layer << " input " << i;
+        double err = 0, ref = 0;
+        for (size_t j = 0; j < got[i].size(); ++j) {
+          err += (got[i][j] - want[layer][i][j]) * (got[i][j] - want[layer][i][j]);
+          ref += want[layer][i][j] * want[layer][i][j];
+        }
+        EXPECT_LE(err / ref, kMaxNmse) << "layer " << layer << " input " << i << " groups of " << group_rows;
+      }
+    }
+    EXPECT_EQ(pass->run_layer({}).code(), StatusCode::kInvalidArgument);
+  }
+}
+
+// Sampling: sequence i depends only on its seed (seed + i), not on the batch or the thread count; lengths and
+// ids as asked; a start outside the vocabulary is refused.
+TEST_P(StreamReference, SamplesDependOnlyOnTheirSeed) {
+  Result<StreamingReference> engine = StreamingReference::open_source(kFixtures / GetParam() / "hf");
+  ASSERT_TRUE(engine.ok()) << engine.status().to_string();
+  const std::vector<int32_t> starts = {1, 1, 5, 9};
+  std::vector<std::vector<std::vector<int32_t>>> runs;
+  for (int threads : {1, 2}) {
+    tbb::task_arena arena(threads);
+    Result<std::vector<std::vector<int32_t>>> s = arena.execute([&] { return engine->sample(starts, 12, 77); });
+    ASSERT_TRUE(s.ok()) << s.status().to_string();
+    runs.push_back(*s);
+  }
+  EXPECT_EQ(runs[0], runs[1]);
+  ASSERT_EQ(runs[0].size(), starts.size());
+  for (size_t i = 0; i < starts.size(); ++i) {
+    ASSERT_EQ(runs[0][i].size(), 12u);
+    EXPECT_EQ(runs[0][i][0], starts[i]);
+    for (int32_t t : runs[0][i]) EXPECT_LT(static_cast<size_t>(t), engine->vocab_size());
+  }
+  EXPECT_NE(runs[0][0], runs[0][1]);  // the same start, another stream
+  // Sequence 2 alone, with the seed it had in the batch (77 + 2): the same tokens.
+  const std::vector<int32_t> one = {5};
+  Result<std::vector<std::vector<int32_t>>> alone = engine->sample(one, 12, 79);
+  ASSERT_TRUE(alone.ok());
+  EXPECT_EQ((*alone)[0], runs[0][2]);
+  const std::vector<int32_t> bad = {static_cast<int32_t>(engine->vocab_size())};
+  EXPECT_EQ(engine->sample(bad, 4, 1).status().code(), StatusCode::kInvalidArgument);
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, StreamReference, ::testing::Values("tiny-llama", "tiny-qwen2", "tiny-gemma3"));

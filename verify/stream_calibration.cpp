@@ -1,0 +1,108 @@
+// make_calibrator (verify/calibration.h): calibration on the streaming engine, one layer per request.
+#include <tbb/parallel_for.h>
+
+#include <array>
+#include <utility>
+
+#include "quant/blas.h"
+#include "verify/calibration.h"
+#include "verify/stream_reference.h"
+
+namespace rdrr::verify {
+namespace {
+
+constexpr size_t kGramTile = 256;  // H tiles (rows and columns), one sgemm each
+
+// Lower triangle of h += x^T x (k x k float), x [rows, k] (double, rounded to float): one sgemm over all rows
+// per tile of a fixed grid, so the sums do not depend on the thread count.
+void accumulate_gram(std::vector<float>& h, const Matrix& x) {
+  const size_t k = x.cols, rows = x.rows;
+  if (h.empty()) h.assign(k * k, 0.0f);
+  std::vector<float> xf(x.data.size());
+  for (size_t i = 0; i < xf.size(); ++i) xf[i] = static_cast<float>(x.data[i]);
+  const size_t tiles = (k + kGramTile - 1) / kGramTile;
+  tbb::parallel_for(size_t{0}, tiles * (tiles + 1) / 2, [&](size_t p) {
+    size_t ti = 0;
+    while ((ti + 1) * (ti + 2) / 2 <= p) ++ti;
+    const size_t tj = p - ti * (ti + 1) / 2;
+    const size_t i0 = ti * kGramTile, j0 = tj * kGramTile;
+    const size_t ib = std::min(kGramTile, k - i0), jb = std::min(kGramTile, k - j0);
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, static_cast<int>(ib), static_cast<int>(jb),
+                static_cast<int>(rows), 1.0f, xf.data() + i0, static_cast<int>(k), xf.data() + j0, static_cast<int>(k),
+                1.0f, h.data() + i0 * k + j0, static_cast<int>(k));
+  });
+}
+
+class StreamingCalibration final : public convert::LayerCalibration {
+ public:
+  StreamingCalibration(StreamingReference engine, StreamingReference::LayerPass pass, uint64_t tokens)
+      : engine_(std::move(engine)), pass_(std::move(pass)), tokens_(tokens) {}
+
+  Result<std::array<std::vector<float>, 4>> layer_hessians(uint32_t layer, std::array<bool, 4> wanted) override {
+    std::array<std::vector<float>, 4> h;
+    if (layer < pass_.next_layer()) {
+      return error(StatusCode::kInvalidArgument, "calibration: layer " + std::to_string(layer) +
+                                                     " asked for after layer " + std::to_string(pass_.next_layer()));
+    }
+    while (pass_.next_layer() < layer) RDRR_RETURN_IF_ERROR(pass_.run_layer({}));
+    RDRR_RETURN_IF_ERROR(pass_.run_layer([&](LinearInput which, const Matrix& x) {
+      const auto i = static_cast<size_t>(which);
+      if (wanted[i]) accumulate_gram(h[i], x);
+    }));
+    const float inv = 1.0f / static_cast<float>(tokens_);
+    for (std::vector<float>& m : h) {
+      for (float& v : m) v *= inv;
+    }
+    return h;
+  }
+
+ private:
+  StreamingReference engine_;  // the pass reads its state
+  StreamingReference::LayerPass pass_;
+  uint64_t tokens_ = 0;
+};
+
+}  // namespace
+
+Result<convert::CalibrationOutput> calibrate(const convert::CalibrationContext& ctx, const CalibrationOptions& options) {
+  quant::use_single_threaded_blas();
+  convert::CalibrationOutput out;
+  // Each layer's weights are read once per group of a layer pass: no point keeping them mapped in the RSS.
+  StreamOptions so;
+  so.resident_bytes = 256ull << 20;
+  RDRR_ASSIGN_OR_RETURN(StreamingReference engine, StreamingReference::open_source(ctx.src, so));
+  std::string why;
+  RDRR_ASSIGN_OR_RETURN(std::unique_ptr<tok::Tokenizer> tk, source_tokenizer(ctx, engine.config(), why));
+  if (!tk) {
+    out.warnings.push_back("calibration skipped: " + why + " (Q4_K rounded without calibration)");
+    return out;
+  }
+  RDRR_ASSIGN_OR_RETURN(std::vector<std::vector<int32_t>> seqs,
+                        calibration_sequences(*tk, engine.vocab_size(), options));
+  size_t text_tokens = 0;
+  for (const auto& s : seqs) text_tokens += s.size();
+  const int32_t start = tk->bos_id().value_or(seqs.empty() ? 0 : seqs.front().front());
+  const std::vector<int32_t> starts(options.samples, start);
+  RDRR_ASSIGN_OR_RETURN(std::vector<std::vector<int32_t>> samples,
+                        engine.sample(starts, options.sample_tokens, options.seed));
+  uint64_t total = text_tokens;
+  for (std::vector<int32_t>& s : samples) {
+    total += s.size();
+    seqs.push_back(std::move(s));
+  }
+  if (total == 0) {
+    out.warnings.push_back("calibration skipped: no calibration tokens (Q4_K rounded without calibration)");
+    return out;
+  }
+  RDRR_ASSIGN_OR_RETURN(StreamingReference::LayerPass pass, engine.start_layer_pass(seqs, options.max_group_rows));
+  out.session = std::make_unique<StreamingCalibration>(std::move(engine), std::move(pass), total);
+  out.tokens = total;
+  out.description = calibration_description(text_tokens, options);
+  return out;
+}
+
+convert::Calibrator make_calibrator(CalibrationOptions options) {
+  return [options](const convert::CalibrationContext& ctx) { return calibrate(ctx, options); };
+}
+
+}  // namespace rdrr::verify
