@@ -104,9 +104,15 @@ Result<std::shared_ptr<const quant::GptqFactor>> GptqFactors::factor_for(size_t 
 
 Result<std::unique_ptr<GptqFactors>> calibrate_jobs(const ConvertOptions& o, SourceFormat format,
                                                     const std::vector<TensorJob>& jobs, ConvertReport& report) {
-  if (!o.calibrator || o.calibration == CalibrationMode::kOff || calibratable_weights(jobs) == 0 || o.dry_run) {
+  const uint64_t weights = calibratable_weights(jobs);
+  if (!o.calibrator || o.calibration == CalibrationMode::kOff || weights == 0) return std::unique_ptr<GptqFactors>();
+  if (o.calibration == CalibrationMode::kAuto && weights > o.auto_calibration_max_weights) {
+    report.warnings.push_back("calibration skipped (--calibration auto): " + std::to_string(weights) +
+                              " Q4_K weights > " + std::to_string(o.auto_calibration_max_weights) +
+                              "; --calibration on runs it (many minutes of CPU at this size: README, Known limits)");
     return std::unique_ptr<GptqFactors>();
   }
+  if (o.dry_run) return std::unique_ptr<GptqFactors>();
   Result<CalibrationOutput> c = o.calibrator({o.src, format});
   if (!c.ok()) return c.status().context("calibration");
   for (std::string& w : c->warnings) report.warnings.push_back(std::move(w));

@@ -226,7 +226,11 @@ Result<ConvertReport> convert_in_arena(const ConvertOptions& o, int threads, Clo
   po.allow_nonfinite = o.allow_nonfinite;
   po.rmse_every_chunks = o.rmse_every_chunks;
   po.on_progress = o.on_progress;
-  if (factors) po.gptq_factor = [&factors](size_t job) { return factors->factor_for(job); };
+  if (factors) {
+    po.gptq_factor = [&factors](size_t job) { return factors->factor_for(job); };
+    // A calibrated chunk's column loop is sequential (GPTQ): more chunks in flight keep every thread busy.
+    po.max_tokens = threads + 2;
+  }
   RDRR_ASSIGN_OR_RETURN(std::vector<TensorStats> stats, run_pipeline(planned.jobs, pack.shards(), po));
   if (factors) {
     for (const std::string& w : factors->warnings()) report.warnings.push_back(w);

@@ -90,9 +90,12 @@ struct CalibrationOutput {
 };
 using Calibrator = std::function<Result<CalibrationOutput>(const CalibrationContext&)>;
 
-// kAuto and kOn calibrate every model whose source carries a tokenizer (HF tokenizer files, or a GGUF
-// vocabulary); without one, Q4_K is rounded plainly with a warning. kOff never calibrates.
+// kOn calibrates every model whose source carries a tokenizer (HF tokenizer files, or a GGUF vocabulary);
+// without one, Q4_K is rounded plainly with a warning. kAuto does the same when the matrices calibration would
+// change hold at most kAutoCalibrationMaxWeights values (models up to ~2B; larger ones take many minutes of CPU:
+// README, Known limits), else rounds plainly with a warning naming `--calibration on`. kOff never calibrates.
 enum class CalibrationMode { kAuto, kOn, kOff };
+inline constexpr uint64_t kAutoCalibrationMaxWeights = 2'000'000'000;
 
 struct ConvertOptions {
   std::filesystem::path src;  // HF folder or .gguf file
@@ -114,6 +117,7 @@ struct ConvertOptions {
   GoldenWriter golden_writer;                  // unset: no goldens
   Calibrator calibrator;                       // unset: Q4_K by plain rounding (no calibration)
   CalibrationMode calibration = CalibrationMode::kAuto;  // whether to call `calibrator`
+  uint64_t auto_calibration_max_weights = kAutoCalibrationMaxWeights;  // kAuto's bound (tests lower it)
   std::map<std::string, std::string> extra_flags;  // recorded in metadata.converter.flags (e.g. golden-prompts)
 };
 

@@ -3,6 +3,7 @@
 
 #include "verify/stream_reference_internal.h"
 
+#include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
 
@@ -125,13 +126,20 @@ Result<Matrix> apply_linear(const StreamingReference::State& s, const LinearSour
   std::vector<float>& xf = io->rows;
   std::vector<float>& y = io->read.floats;
   xf.resize(x.data.size());
-  for (size_t i = 0; i < xf.size(); ++i) xf[i] = static_cast<float>(x.data[i]);
+  constexpr size_t kConvertGrain = 1 << 16;  // values per conversion task
+  tbb::parallel_for(tbb::blocked_range<size_t>(0, xf.size(), kConvertGrain), [&](const tbb::blocked_range<size_t>& r) {
+    for (size_t i = r.begin(); i < r.end(); ++i) xf[i] = static_cast<float>(x.data[i]);
+  });
   const Status st = streamed_matmul(s, src, xf, x.rows, y);
   Matrix out;
   if (st.ok()) {
     out.rows = x.rows;
     out.cols = src.rows;
-    out.data.assign(y.begin(), y.begin() + static_cast<std::ptrdiff_t>(x.rows * src.rows));
+    out.data.resize(x.rows * src.rows);
+    tbb::parallel_for(tbb::blocked_range<size_t>(0, out.data.size(), kConvertGrain),
+                      [&](const tbb::blocked_range<size_t>& r) {
+                        for (size_t i = r.begin(); i < r.end(); ++i) out.data[i] = y[i];
+                      });
   }
   s.linear_io.give(std::move(io));
   RDRR_RETURN_IF_ERROR(st);
