@@ -124,8 +124,8 @@ Status llama_pipeline(const GgufMeta& g, Pipeline& p) {
   RDRR_RETURN_IF_ERROR(read_scores(g, p.model));
   p.model.mode = BpeModel::Mode::kScores;
   RDRR_ASSIGN_OR_RETURN(bool space_prefix, g.r.boolean_or(*g.md, g.ptr, "tokenizer.ggml.add_space_prefix", true));
-  if (space_prefix) p.normalizers.emplace_back(std::in_place_type<NormPrepend>, std::string(kMetaspace));
-  p.normalizers.emplace_back(std::in_place_type<NormReplace>, std::nullopt, " ", std::string(kMetaspace));
+  if (space_prefix) p.normalizers.emplace_back(NormPrepend{std::string(kMetaspace)});
+  p.normalizers.emplace_back(NormReplace{std::nullopt, " ", std::string(kMetaspace)});
   p.decoders.push_back(DecReplace{std::string(kMetaspace), " "});
   p.decoders.push_back(DecByteFallback{});
   p.decoders.push_back(DecFuse{});
