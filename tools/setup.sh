@@ -22,6 +22,8 @@ packages=(
   libtbb-dev libzstd-dev libssl-dev nlohmann-json3-dev libarchive-dev libcli11-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev time
   libsentencepiece-dev libpcre2-dev libicu-dev libopenblas-dev
+  # The fuzz build (tools/fuzz.sh): clang 14, libFuzzer and the sanitizer runtimes, llvm-symbolizer.
+  clang libclang-rt-14-dev llvm
   slurm-wlm munge
 )
 # Only the Slurm end-to-end test (tests/slurm_e2e.sh) needs these; if their installation fails (e.g. a
