@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "rdrr/file_io.h"
 #include "rdrr/manifest_json.h"
 #include "rdrr/mapped_file.h"
 #include "rdrr/validate.h"
@@ -68,7 +69,7 @@ Status write_member(struct archive* a, const fs::path& dst, const std::string& c
     }
     if (static_cast<uint64_t>(offset) != written) {  // sparse member: fill the hole
       if (::ftruncate(fd, offset) != 0 || ::lseek(fd, offset, SEEK_SET) < 0) {
-        st = error(StatusCode::kIo, ctx + ": " + std::strerror(errno));
+        st = error(status_code_for_errno(errno), ctx + ": " + std::strerror(errno));
         break;
       }
       written = static_cast<uint64_t>(offset);
@@ -79,8 +80,7 @@ Status write_member(struct archive* a, const fs::path& dst, const std::string& c
       const ssize_t n = ::write(fd, p, left);
       if (n < 0 && errno == EINTR) continue;
       if (n < 0) {
-        st = error(errno == ENOSPC ? StatusCode::kNoSpace : StatusCode::kIo,
-                   ctx + ": writing " + dst.string() + ": " + std::strerror(errno));
+        st = error(status_code_for_errno(errno), ctx + ": writing " + dst.string() + ": " + std::strerror(errno));
         break;
       }
       p += n;
@@ -250,6 +250,13 @@ struct WriterCloser {
 };
 using WriterPtr = std::unique_ptr<struct archive, WriterCloser>;
 
+// A failed libarchive write as a Status: kNoSpace for ENOSPC/EFBIG/EDQUOT (disk full, file size limit), so that
+// rdrr-pack exits 6 like every other writer; kIo otherwise.
+Status archive_write_error(struct archive* a, const std::string& what) {
+  const char* msg = archive_error_string(a);
+  return error(status_code_for_errno(archive_errno(a)), what + ": " + (msg != nullptr ? msg : "write failed"));
+}
+
 Status add_file_member(struct archive* a, const fs::path& file, const std::string& member, const std::string& ctx) {
   std::error_code ec;
   const uint64_t size = fs::file_size(file, ec);
@@ -264,7 +271,7 @@ Status add_file_member(struct archive* a, const fs::path& file, const std::strin
   archive_entry_set_gid(e, 0);
   const int hr = archive_write_header(a, e);
   archive_entry_free(e);
-  if (hr != ARCHIVE_OK) return error(StatusCode::kIo, ctx + ": " + member + ": " + archive_error_string(a));
+  if (hr != ARCHIVE_OK) return archive_write_error(a, ctx + ": " + member);
   const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return error(StatusCode::kIo, file.string() + ": " + std::strerror(errno));
   std::vector<char> buf(4 << 20);
@@ -278,8 +285,7 @@ Status add_file_member(struct archive* a, const fs::path& file, const std::strin
     }
     if (n == 0) break;
     if (archive_write_data(a, buf.data(), static_cast<size_t>(n)) != n) {
-      const int err = archive_errno(a);
-      st = error(err == ENOSPC ? StatusCode::kNoSpace : StatusCode::kIo, ctx + ": " + archive_error_string(a));
+      st = archive_write_error(a, ctx + ": " + member);
       break;
     }
   }
@@ -327,9 +333,7 @@ Status write_pack_archive(const fs::path& pack_dir, const fs::path& out, const P
     st = add_file_member(a.get(), pack_dir / member, member, ctx);
     if (!st.ok()) break;
   }
-  if (st.ok() && archive_write_close(a.get()) != ARCHIVE_OK) {
-    st = error(StatusCode::kIo, ctx + ": " + archive_error_string(a.get()));
-  }
+  if (st.ok() && archive_write_close(a.get()) != ARCHIVE_OK) st = archive_write_error(a.get(), ctx);
   a.reset();
   if (st.ok()) {
     fs::rename(tmp, out, ec);

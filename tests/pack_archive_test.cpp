@@ -3,6 +3,10 @@
 #include <archive.h>
 #include <archive_entry.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <memory>
@@ -10,6 +14,7 @@
 
 #include "convert/converter.h"
 #include "rdrr/archive.h"
+#include "rdrr/file_io.h"
 #include "rdrr/manifest_json.h"
 #include "rdrr/test_temp_dir.h"
 #include "rdrr/validate.h"
@@ -92,6 +97,29 @@ TEST_F(PackArchive, RefusesExistingOutputAndDamagedPacks) {
   EXPECT_FALSE(fs::exists(dir_ / "d.rdrr.tar.zst"));
   const Status missing = write_pack_archive(dir_ / "nope", dir_ / "e.rdrr.tar.zst");
   EXPECT_EQ(missing.code(), StatusCode::kNotFound) << missing.to_string();
+}
+
+// Disk full while writing the archive (RLIMIT_FSIZE of 256 KiB, in a child: the limit is per process) is kNoSpace
+// (rdrr-pack exit 6) with nothing left, not kIo (fault_injection_e2e found "IO: ... Write error", exit 5).
+TEST_F(PackArchive, DiskFullIsNoSpaceAndLeavesNothing) {
+  const fs::path out = dir_ / "full.rdrr.tar.zst";
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ignore_sigxfsz();
+    const struct rlimit limit = {256 << 10, 256 << 10};
+    ::setrlimit(RLIMIT_FSIZE, &limit);
+    const Status st = write_pack_archive(dir_ / "pack", out);
+    ::_exit(st.code() == StatusCode::kNoSpace ? 0 : st.ok() ? 1 : 2);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status)) << "the child died of signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "1: the archive was written despite the limit, 2: another error than kNoSpace";
+  EXPECT_FALSE(fs::exists(out));
+  for (const auto& e : fs::directory_iterator(dir_)) {
+    EXPECT_EQ(e.path().filename().string().find("full.rdrr.tar.zst"), std::string::npos) << e.path();
+  }
 }
 
 // Sources may be archives of an HF folder: the pack is byte-identical to the folder's.

@@ -13,6 +13,7 @@
 #include <mutex>
 #include <string>
 
+#include "rdrr/file_io.h"
 #include "tools/batch_jobs.h"
 #include "tools/batch_report.h"
 #include "tools/batch_run.h"
@@ -48,6 +49,7 @@ int finish(const std::vector<rdrr::batch::JobResult>& results, const fs::path& r
 }  // namespace
 
 int main(int argc, char** argv) {
+  rdrr::ignore_sigxfsz();  // a file size limit (disk full) is an error with exit 6, not death by SIGXFSZ
   CLI::App app{"rdrr-batch: convert and verify many models; resumable, shardable across machines"};
   std::string jobs_file, work_dir = "rdrr-batch-work", bin_dir, shard_text = "0/1", mem_budget;
   rdrr::batch::RunOptions opts;

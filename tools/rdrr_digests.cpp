@@ -16,6 +16,7 @@
 
 #include "graph/repin.h"
 #include "kernels/digest_table.h"
+#include "rdrr/file_io.h"
 #include "tools/exit_codes.h"
 
 namespace {
@@ -61,6 +62,7 @@ int run_repin(const std::vector<std::string>& paths, bool dry_run) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  rdrr::ignore_sigxfsz();  // a file size limit (disk full) is an error with exit 6, not death by SIGXFSZ
   namespace fs = std::filesystem;
   CLI::App app{"rdrr-digests: check or regenerate kernels/kernel-digests.json from the kernel sources, and "
                "re-pin packs to it"};

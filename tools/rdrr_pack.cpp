@@ -7,9 +7,11 @@
 #include <filesystem>
 
 #include "rdrr/archive.h"
+#include "rdrr/file_io.h"
 #include "tools/exit_codes.h"
 
 int main(int argc, char** argv) {
+  rdrr::ignore_sigxfsz();  // a file size limit (disk full) is an error with exit 6, not death by SIGXFSZ
   CLI::App app{"rdrr-pack: write a pack folder as one reproducible .rdrr.tar.zst archive"};
   std::string pack, out;
   rdrr::PackArchiveOptions opts;

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "rdrr/file_io.h"
 #include "rdrr/manifest_json.h"
 #include "runtime/device.h"
 #include "runtime/executor.h"
@@ -174,6 +175,7 @@ int run(const Args& a) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  rdrr::ignore_sigxfsz();  // a file size limit (disk full) is an error with exit 6, not death by SIGXFSZ
   CLI::App app{"rdrr-run: run an RDRR pack on a Vulkan device (token ids or text in, token ids or text out)"};
   Args a;
   app.add_option("pack", a.pack, "pack folder or .rdrr.tar.zst")->required();

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "rdrr/archive.h"
+#include "rdrr/file_io.h"
 #include "tools/exit_codes.h"
 #include "verify/gates.h"
 #include "verify/golden_gen.h"
@@ -41,6 +42,7 @@ int make_goldens(const std::string& pack, const std::string& src, const rdrr::ve
 }  // namespace
 
 int main(int argc, char** argv) {
+  rdrr::ignore_sigxfsz();  // a file size limit (disk full) is an error with exit 6, not death by SIGXFSZ
   CLI::App app{"rdrr-verify: check a pack (structure, integrity, kernel pins, load, fidelity, quality)"};
   std::string pack, golden, json_path, thresholds, device, make_goldens_src;
   rdrr::verify::GoldenOptions golden_options;
