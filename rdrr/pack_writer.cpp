@@ -10,6 +10,7 @@
 #include <charconv>
 #include <climits>
 #include <cstdio>
+#include <fstream>
 #include <optional>
 #include <string_view>
 #include <system_error>
@@ -126,8 +127,19 @@ std::optional<pid_t> scratch_sibling_pid(std::string_view name, std::string_view
   return static_cast<pid_t>(pid);
 }
 
-// Removes the scratch siblings of `out` whose writer process no longer exists (kill(pid, 0) fails with
-// ESRCH): a killed writer never ran its destructor. Siblings of live processes (a concurrent writer, or
+// True when process `pid` no longer runs: kill(pid, 0) fails with ESRCH, or (Linux) it is a zombie, dead but not
+// yet reaped: a writer killed together with its parent (rdrr-batch) stays one until init gets to it.
+bool process_gone(pid_t pid) {
+  if (::kill(pid, 0) != 0) return errno == ESRCH;
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  std::getline(stat, line);
+  const size_t paren = line.rfind(')');  // "pid (comm) S ...": comm may hold spaces and parentheses
+  return paren != std::string::npos && paren + 2 < line.size() && (line[paren + 2] == 'Z' || line[paren + 2] == 'X');
+}
+
+// Removes the scratch siblings of `out` whose writer process no longer exists (process_gone): a killed writer
+// never ran its destructor. Siblings of live processes (a concurrent writer, or
 // one whose pid was reused) and every other name are left alone. Best effort; returns the removed names.
 std::vector<std::string> remove_stale_scratch(const fs::path& parent, const std::string& base) {
   std::vector<std::string> stale;
@@ -135,7 +147,7 @@ std::vector<std::string> remove_stale_scratch(const fs::path& parent, const std:
   for (fs::directory_iterator it(parent, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
     const std::string name = it->path().filename().string();
     const std::optional<pid_t> pid = scratch_sibling_pid(name, base);
-    if (pid && *pid != ::getpid() && ::kill(*pid, 0) != 0 && errno == ESRCH) stale.push_back(name);
+    if (pid && *pid != ::getpid() && process_gone(*pid)) stale.push_back(name);
   }
   std::sort(stale.begin(), stale.end());
   std::vector<std::string> removed;
