@@ -71,6 +71,7 @@ for t in "${targets[@]}"; do
   execs="$(sed -n 's/^stat::number_of_executed_units: *\([0-9]*\).*/\1/p' "$log" | tail -1)"
   execs="${execs:-0}"
   new_artifacts="$(find "$artifacts" -type f | sort | comm -13 "$log.before" -)"
+  rm -f "$log.before"
   found="$(printf '%s' "$new_artifacts" | grep -c . || true)"
   [ "$rc" -eq 0 ] || [ "$found" -gt 0 ] || found=1   # a failure that left no reproducer still counts
   findings_total=$((findings_total + found))
