@@ -185,6 +185,43 @@ TEST(ChatTemplate, OutOfRangeLiteralsAreParseErrors) {
   EXPECT_EQ(*fine, "9223372036854775807|2.5");
 }
 
+// Fuzzer reproducers (tests/fuzz, fuzz_chat_template: ASan stack-overflow in ExprParser::unary on
+// "{% for m in messages %}...{{ ---------(-------W----...", 1,800 unary minus signs): nesting that recursion or
+// operator/filter/postfix chains make arbitrarily deep is a kParse error, never a stack overflow while parsing,
+// evaluating or destroying the expression tree.
+TEST(ChatTemplate, DeepNestingIsAParseErrorNotAStackOverflow) {
+  const std::vector<ChatMessage> msgs = {{"user", "Hi"}};
+  // "{{ " + head + `n` times `repeat` + tail + " }}", built by appending (GCC 12 warns on operator+ chains here).
+  const auto output = [](std::string_view head, std::string_view repeat, int n, std::string_view tail) {
+    std::string t = "{{ ";
+    t += head;
+    for (int i = 0; i < n; ++i) t += repeat;
+    t += tail;
+    t += " }}";
+    return t;
+  };
+  const auto expect_too_deep = [&](const std::string& tmpl) {
+    auto out = apply_chat_template(tmpl, msgs, {});
+    ASSERT_FALSE(out.ok()) << tmpl.substr(0, 60);
+    EXPECT_EQ(out.status().code(), StatusCode::kParse) << out.status().to_string();
+    EXPECT_NE(out.status().message().find("nested too deeply"), std::string::npos) << out.status().to_string();
+  };
+  std::string reproducer = "{% for m in messages %}";
+  reproducer += output("", "-", 1800, "1");
+  reproducer += "{% endfor %}";
+  expect_too_deep(reproducer);
+  expect_too_deep(output("", "not ", 100000, "true"));
+  expect_too_deep(output("", "1+", 100000, "1"));
+  expect_too_deep(output("'x'", "|trim", 100000, ""));
+  expect_too_deep(output("messages", ".a", 100000, ""));
+  expect_too_deep(output("", "1 if false else ", 100000, "2"));
+  expect_too_deep(output(std::string(100000, '['), "]", 100000, ""));
+  // Chains up to the bound still render.
+  auto fine = apply_chat_template(output("", "1+", 200, "1") + "|" + output("", "-", 50, "1"), msgs, {});
+  ASSERT_TRUE(fine.ok()) << fine.status().to_string();
+  EXPECT_EQ(*fine, "201|1");
+}
+
 TEST(ChatTemplate, TojsonOfInvalidUtf8ReplacesTheBytes) {
   const std::vector<ChatMessage> cafe = {{"user", "caf\xc3\xa9"}};
   // A byte slice through the two-byte e-acute leaves a lone 0xC3.

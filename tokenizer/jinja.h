@@ -69,6 +69,7 @@ struct Expr {
   std::string name;  // variable, attribute, filter, test, operator, function
   std::vector<std::unique_ptr<Expr>> kids;  // operands / arguments (kSlice: object, start, stop, step; absent = null)
   int line = 0;
+  int depth = 1;  // levels of this subtree; the parser bounds it (evaluating and destroying a tree recurse)
 };
 using ExprPtr = std::unique_ptr<Expr>;
 

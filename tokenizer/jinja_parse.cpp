@@ -1,4 +1,5 @@
 // Jinja subset: recursive-descent parser with Jinja's operator precedence, and the statement tree.
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 
@@ -61,10 +62,29 @@ class ExprParser {
     e->line = line_;
     return e;
   }
-  ExprPtr binary(std::string op, ExprPtr a, ExprPtr b) {
+  Result<ExprPtr> binary(std::string op, ExprPtr a, ExprPtr b) {
     auto e = node(Expr::Kind::kBinary, std::move(op));
     e->kids.push_back(std::move(a));
     e->kids.push_back(std::move(b));
+    return bounded(std::move(e));
+  }
+  // Sets e's depth from its kids and refuses a tree deeper than kMaxTreeDepth: operator, filter and postfix
+  // chains ("1+1+1+...", "x|trim|trim|...", "a.b.c...") are parsed by loops, but evaluating and destroying the
+  // tree recurse once per level, so an unbounded chain in an untrusted template would overflow the stack.
+  Result<ExprPtr> bounded(ExprPtr e) {
+    for (const ExprPtr& k : e->kids) {
+      if (k) e->depth = std::max(e->depth, k->depth + 1);
+    }
+    if (e->depth > kMaxTreeDepth) return fail("expression nested too deeply");
+    return e;
+  }
+  // One self-recursive step of the grammar ("- - x", "not not x", "a if b else c if d else ..."), under the same
+  // nesting bound as expression(): each level costs parser stack before any node exists.
+  template <typename Step>
+  Result<ExprPtr> deeper(Step step) {
+    if (++depth_ > kMaxDepth) return fail("expression nested too deeply");
+    Result<ExprPtr> e = step();
+    --depth_;
     return e;
   }
 
@@ -76,16 +96,16 @@ class ExprParser {
     e->kids.push_back(std::move(cond));
     e->kids.push_back(std::move(a));
     if (accept_name("else")) {
-      RDRR_ASSIGN_OR_RETURN(ExprPtr b, ternary());
+      RDRR_ASSIGN_OR_RETURN(ExprPtr b, deeper([this] { return ternary(); }));
       e->kids.push_back(std::move(b));
     }
-    return e;
+    return bounded(std::move(e));
   }
   Result<ExprPtr> or_expr() {
     RDRR_ASSIGN_OR_RETURN(ExprPtr a, and_expr());
     while (accept_name("or")) {
       RDRR_ASSIGN_OR_RETURN(ExprPtr b, and_expr());
-      a = binary("or", std::move(a), std::move(b));
+      RDRR_ASSIGN_OR_RETURN(a, binary("or", std::move(a), std::move(b)));
     }
     return a;
   }
@@ -93,16 +113,16 @@ class ExprParser {
     RDRR_ASSIGN_OR_RETURN(ExprPtr a, not_expr());
     while (accept_name("and")) {
       RDRR_ASSIGN_OR_RETURN(ExprPtr b, not_expr());
-      a = binary("and", std::move(a), std::move(b));
+      RDRR_ASSIGN_OR_RETURN(a, binary("and", std::move(a), std::move(b)));
     }
     return a;
   }
   Result<ExprPtr> not_expr() {
     if (!accept_name("not")) return compare();
-    RDRR_ASSIGN_OR_RETURN(ExprPtr a, not_expr());
+    RDRR_ASSIGN_OR_RETURN(ExprPtr a, deeper([this] { return not_expr(); }));
     auto e = node(Expr::Kind::kUnary, "not");
     e->kids.push_back(std::move(a));
-    return e;
+    return bounded(std::move(e));
   }
   Result<ExprPtr> compare() {
     RDRR_ASSIGN_OR_RETURN(ExprPtr a, math1());
@@ -118,7 +138,7 @@ class ExprParser {
       }
       if (op.empty()) return a;
       RDRR_ASSIGN_OR_RETURN(ExprPtr b, math1());
-      a = binary(op, std::move(a), std::move(b));
+      RDRR_ASSIGN_OR_RETURN(a, binary(op, std::move(a), std::move(b)));
     }
   }
   Result<ExprPtr> math1() {
@@ -126,7 +146,7 @@ class ExprParser {
     while (peek_op("+") || peek_op("-")) {
       std::string op = t_[i_++].text;
       RDRR_ASSIGN_OR_RETURN(ExprPtr b, concat());
-      a = binary(op, std::move(a), std::move(b));
+      RDRR_ASSIGN_OR_RETURN(a, binary(op, std::move(a), std::move(b)));
     }
     return a;
   }
@@ -134,7 +154,7 @@ class ExprParser {
     RDRR_ASSIGN_OR_RETURN(ExprPtr a, math2());
     while (accept_op("~")) {
       RDRR_ASSIGN_OR_RETURN(ExprPtr b, math2());
-      a = binary("~", std::move(a), std::move(b));
+      RDRR_ASSIGN_OR_RETURN(a, binary("~", std::move(a), std::move(b)));
     }
     return a;
   }
@@ -143,16 +163,16 @@ class ExprParser {
     while (peek_op("*") || peek_op("/") || peek_op("//") || peek_op("%")) {
       std::string op = t_[i_++].text;
       RDRR_ASSIGN_OR_RETURN(ExprPtr b, unary());
-      a = binary(op, std::move(a), std::move(b));
+      RDRR_ASSIGN_OR_RETURN(a, binary(op, std::move(a), std::move(b)));
     }
     return a;
   }
   Result<ExprPtr> unary() {
     if (accept_op("-")) {
-      RDRR_ASSIGN_OR_RETURN(ExprPtr a, unary());
+      RDRR_ASSIGN_OR_RETURN(ExprPtr a, deeper([this] { return unary(); }));
       auto e = node(Expr::Kind::kUnary, "-");
       e->kids.push_back(std::move(a));
-      return e;
+      return bounded(std::move(e));
     }
     RDRR_ASSIGN_OR_RETURN(ExprPtr a, primary());
     RDRR_ASSIGN_OR_RETURN(a, postfix(std::move(a)));
@@ -180,14 +200,14 @@ class ExprParser {
         RDRR_ASSIGN_OR_RETURN(std::string attr, name());
         auto e = node(Expr::Kind::kAttr, attr);
         e->kids.push_back(std::move(a));
-        a = std::move(e);
+        RDRR_ASSIGN_OR_RETURN(a, bounded(std::move(e)));
       } else if (accept_op("[")) {
         RDRR_ASSIGN_OR_RETURN(a, subscript(std::move(a)));
       } else if (accept_op("(")) {
         auto e = node(Expr::Kind::kCall);
         e->kids.push_back(std::move(a));
         RDRR_RETURN_IF_ERROR(call_args(*e));
-        a = std::move(e);
+        RDRR_ASSIGN_OR_RETURN(a, bounded(std::move(e)));
       } else {
         return a;
       }
@@ -211,14 +231,14 @@ class ExprParser {
       auto e = node(Expr::Kind::kIndex);
       e->kids.push_back(std::move(obj));
       e->kids.push_back(std::move(parts[0]));
-      return e;
+      return bounded(std::move(e));
     }
     if (parts.size() > 3) return fail("bad slice");
     parts.resize(3);
     auto e = node(Expr::Kind::kSlice);
     e->kids.push_back(std::move(obj));
     for (auto& p : parts) e->kids.push_back(std::move(p));
-    return e;
+    return bounded(std::move(e));
   }
   Result<ExprPtr> filters(ExprPtr a) {
     while (true) {
@@ -227,7 +247,7 @@ class ExprParser {
         auto e = node(Expr::Kind::kFilter, f);
         e->kids.push_back(std::move(a));
         if (accept_op("(")) RDRR_RETURN_IF_ERROR(call_args(*e));
-        a = std::move(e);
+        RDRR_ASSIGN_OR_RETURN(a, bounded(std::move(e)));
       } else if (accept_name("is")) {
         const bool negate = accept_name("not");
         RDRR_ASSIGN_OR_RETURN(std::string test, name());
@@ -239,11 +259,11 @@ class ExprParser {
           RDRR_ASSIGN_OR_RETURN(ExprPtr arg, primary());  // "is equalto 3", "is sameas 'x'"
           e->kids.push_back(std::move(arg));
         }
-        a = std::move(e);
+        RDRR_ASSIGN_OR_RETURN(a, bounded(std::move(e)));
         if (negate) {
           auto n = node(Expr::Kind::kUnary, "not");
           n->kids.push_back(std::move(a));
-          a = std::move(n);
+          RDRR_ASSIGN_OR_RETURN(a, bounded(std::move(n)));
         }
       } else {
         return a;
@@ -289,7 +309,7 @@ class ExprParser {
           break;
         }
       }
-      return e;
+      return bounded(std::move(e));
     }
     if (t.text == "{") {
       auto e = node(Expr::Kind::kDict);
@@ -304,12 +324,13 @@ class ExprParser {
           break;
         }
       }
-      return e;
+      return bounded(std::move(e));
     }
     return fail("unexpected '" + t.text + "'");
   }
 
   static constexpr int kMaxDepth = 100;
+  static constexpr int kMaxTreeDepth = 256;
   std::vector<Tok> t_;
   size_t i_ = 0;
   int line_;
