@@ -6,6 +6,7 @@
 #include <sentencepiece_processor.h>
 
 #include <algorithm>
+#include <exception>
 
 #include "tokenizer/loaders.h"
 #include "tokenizer/utf8.h"
@@ -17,7 +18,14 @@ namespace {
 class SentencePieceTokenizer final : public Tokenizer {
  public:
   Status init(const std::filesystem::path& file, const TokenizerInfo* info) {
-    const auto st = sp_.Load(file.string());
+    sentencepiece::util::Status st;
+    try {
+      st = sp_.Load(file.string());
+    } catch (const std::exception& e) {
+      // libsentencepiece throws for some malformed models instead of returning its Status (darts_clone:
+      // "failed to insert key: zero-length key" for an empty piece; found by tests/fuzz fuzz_tokenizer_model).
+      return error(StatusCode::kParse, file.filename().string() + ": SentencePiece: " + e.what());
+    }
     if (!st.ok()) return error(StatusCode::kParse, file.filename().string() + ": SentencePiece: " + st.ToString());
     source_file_ = file.filename().string();
     model_kind_ = "sentencepiece";

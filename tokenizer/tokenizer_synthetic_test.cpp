@@ -299,5 +299,30 @@ TEST(TokenizerErrors, InvalidUtf8AndUnknownCharacters) {
   EXPECT_NE(unk.status().message().find("'b'"), std::string::npos);
 }
 
+// Fuzzer reproducers (tests/fuzz, fuzz_tokenizer_model): tokenizer.model protos holding an empty piece made
+// libsentencepiece throw darts_clone's "zero-length key" exception out of Load (std::terminate in rdrr-run); it
+// is a kParse error naming the file.
+TEST(SentencePiece, MalformedModelThatThrowsIsAParseError) {
+  TempDir dir;
+  const std::string reproducers[] = {
+      std::string("\x0a\x0e\x0a\x05\xfe\x01\x00\x00\x3e\x15\x00\x00\x00\x00\x18\x02\x0a\x0c\x0a\x03\xc3\xa9\x20\x15"
+                  "\x00\x00\x00\x00\x18\x3e\x0a\x0d\x0a\x04\x9c\x7e\xe8\xaa\x15\x00\x00\x00\x00\x18\x03\x0a\x0f"
+                  "\x0a\x06\x3c\x30\x78\x30\x0a\x0e\x0a\x05\x00\x00\x75\x6e\x6b",
+                  62),
+      std::string("\x0a\x0e\x0a\x05\x3c\x75\x6e\x6b\x3e\x15\x00\x00\x00\x00\x18\x02\x0a\x0c\x0a\x03\xc3\xa9\x20\x15"
+                  "\x00\x00\x00\x00\x18\x03\x0a\x0d\x0a\x04\x9c\xac\xe8\x8a\x15\x00\x00\x00\x00\x18\x03\x0a\x0f"
+                  "\x0a\x06\x3c\x30\x78\x30\x0a\x0e\x0a\x05\x00\x23\xc3\x0a\x0b",
+                  62),
+  };
+  for (const std::string& bytes : reproducers) {
+    const fs::path file = write_text(dir, "tokenizer.model", bytes);
+    auto tok = load_tokenizer_file(file);
+    ASSERT_FALSE(tok.ok());
+    EXPECT_EQ(tok.status().code(), StatusCode::kParse) << tok.status().to_string();
+    EXPECT_NE(tok.status().message().find("tokenizer.model: SentencePiece"), std::string::npos)
+        << tok.status().to_string();
+  }
+}
+
 }  // namespace
 }  // namespace rdrr::tok
