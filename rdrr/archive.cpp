@@ -33,6 +33,13 @@ struct ArchiveCloser {
 };
 using ArchivePtr = std::unique_ptr<struct archive, ArchiveCloser>;
 
+// libarchive's message for the last error; it may have none (archive_error_string returns NULL: fuzz_archive found
+// a corrupt header doing so, and appending NULL to a std::string crashed).
+std::string archive_message(struct archive* a) {
+  const char* msg = archive_error_string(a);
+  return msg != nullptr ? msg : "libarchive error " + std::to_string(archive_errno(a)) + " (no message)";
+}
+
 // A member path we accept: relative, no "..", no empty components beyond a trailing '/'.
 bool safe_member_path(std::string_view p) {
   if (p.empty() || p.front() == '/' || p.find('\0') != std::string_view::npos || p.find('\\') != std::string_view::npos) {
@@ -59,7 +66,7 @@ Status write_member(struct archive* a, const fs::path& dst, const std::string& c
     const int r = archive_read_data_block(a, &buf, &size, &offset);
     if (r == ARCHIVE_EOF) break;
     if (r != ARCHIVE_OK && r != ARCHIVE_WARN) {
-      st = error(StatusCode::kParse, ctx + ": " + archive_error_string(a));
+      st = error(StatusCode::kParse, ctx + ": " + archive_message(a));
       break;
     }
     if (static_cast<uint64_t>(offset) + size > max_bytes) {
@@ -188,7 +195,7 @@ Result<ExtractedArchive> extract_archive(const fs::path& archive, const fs::path
   archive_read_support_format_gnutar(a.get());
   archive_read_support_format_zip(a.get());
   if (archive_read_open_filename(a.get(), archive.c_str(), 1 << 20) != ARCHIVE_OK) {
-    return error(StatusCode::kParse, name + ": " + archive_error_string(a.get()));
+    return error(StatusCode::kParse, name + ": " + archive_message(a.get()));
   }
   static std::atomic<uint64_t> counter{0};
   ExtractedArchive out;
@@ -202,7 +209,7 @@ Result<ExtractedArchive> extract_archive(const fs::path& archive, const fs::path
   for (;;) {
     const int r = archive_read_next_header(a.get(), &entry);
     if (r == ARCHIVE_EOF) break;
-    if (r != ARCHIVE_OK && r != ARCHIVE_WARN) return error(StatusCode::kParse, name + ": " + archive_error_string(a.get()));
+    if (r != ARCHIVE_OK && r != ARCHIVE_WARN) return error(StatusCode::kParse, name + ": " + archive_message(a.get()));
     const char* raw = archive_entry_pathname(entry);
     std::string member = raw == nullptr ? "" : raw;
     while (member.starts_with("./")) member.erase(0, 2);
@@ -253,8 +260,7 @@ using WriterPtr = std::unique_ptr<struct archive, WriterCloser>;
 // A failed libarchive write as a Status: kNoSpace for ENOSPC/EFBIG/EDQUOT (disk full, file size limit), so that
 // rdrr-pack exits 6 like every other writer; kIo otherwise.
 Status archive_write_error(struct archive* a, const std::string& what) {
-  const char* msg = archive_error_string(a);
-  return error(status_code_for_errno(archive_errno(a)), what + ": " + (msg != nullptr ? msg : "write failed"));
+  return error(status_code_for_errno(archive_errno(a)), what + ": " + archive_message(a));
 }
 
 Status add_file_member(struct archive* a, const fs::path& file, const std::string& member, const std::string& ctx) {
@@ -326,7 +332,7 @@ Status write_pack_archive(const fs::path& pack_dir, const fs::path& out, const P
   const std::string level = "zstd:compression-level=" + std::to_string(opts.zstd_level);
   archive_write_set_options(a.get(), level.c_str());
   if (archive_write_open_filename(a.get(), tmp.c_str()) != ARCHIVE_OK) {
-    return error(StatusCode::kIo, ctx + ": " + archive_error_string(a.get()));
+    return error(StatusCode::kIo, ctx + ": " + archive_message(a.get()));
   }
   Status st = Status::Ok();
   for (const std::string& member : members) {

@@ -212,5 +212,40 @@ TEST(Archive, PackArchiveMembersMustBeListedByTheManifest) {
   }
 }
 
+// Fuzzer reproducer (tests/fuzz, fuzz_archive): a 1047-byte zip on which archive_read_next_header fails without an
+// error message (archive_error_string returns NULL); appending that to the error text crashed. Now a kParse error.
+TEST(Archive, HeaderErrorWithoutMessageIsAParseError) {
+  const test::TempDir tmp;
+  const std::string hex =
+      "504b0304140008000800000021000000000000000000cf0200001000140074696e792f636f6e6669672e6a736f6e555401000075780b"
+      "0001040000000004000000006592cb4ec3301045f7fd8a2a6ba8924000b14562055f8090358da7ad55bf648f0b05f1ef8ced366d210b"
+      "4b39779ed7fe9ecde70d8471a308474a0163f3387f63c8f845838167179e2045d02faf0de3f7ab9240849694b362a92067ac4047fc23"
+      "c9e0bc4bc46abb688bb6745190dba2154a32ee0a94b4f7c87fcd4a3ba09bbe29142f43fb02370852486518dc1c8892926360cc6d9aa8"
+      "746ace79545fb9743fdc15aaac22059a611001ec1aeb6cfd41240c06a502db63e2d055cdc0a7f02eaab2179a254aa9ec3a9e4768ffdf"
+      "0be3246a71dc4f673beb78361971322aaf95131f26ed30be863d8638ad9f952deec50e74c229ab6a9e9d39f3cb26ad2b0f48017871bb"
+      "16e427d38389c2ba6004fa5ca3c3eb76a882f3283c043048b5f7777d0c45a00d12e4f896bf7aa99374d852e20a92a6fc567e4a455228"
+      "3e5c9097be9d4ce2f16c5cf12cdc4eecf8604b72a161d1dd2fdaea578a28461833b903855413776e84e5f1a6bab6bf9dfdcc7e01504b"
+      "0708e29d5c436c010000cf0267ac4047fc23c9e0bc4bc46abb688bb6745190dba2154a32ee0a94b4f7c87fcd4a3b2b0f48017871bb16"
+      "e427d38389c2ba6004fa5ca3c3eb76a882f3283c043048b5f7777d0c45a00d12e4f873616d706c655f70e20a92a6fc567e4a4552283e"
+      "5c9097be9d4ce2f16c5cf12cdc4eecf8604b72a161d1dd2fdaea578a28461837b903855413776e84e5f1a6bab6bf9dfdcc7e01504b07"
+      "08e29d5c436c010000cf020000504b0304146f6b656e697a65725f636f6e6669672e6a736f6e555401000075780b0001040000000004"
+      "00000000558fcf0ac2300c87ef7d8ad2b3200a5e4476f019bc87d8655a96b56369c13ff8ee76dd1cf396fcbe2f24792badcd156d4bbe"
+      "36476d62c8957bd1206653501028d9084f524da965420fa98759c7e88207e9d1000000009264b141162a22fd8d6f7ff34e808345ce69"
+      "1cd2a496001ac724103c3fd7ac0b353174f800267f8bf7cc0ebb7d41cbc1601965dc6e2ecb0fe7f9b16226d8ae6ec95d65d4477d0150"
+      "4b070863de2cb59900000001010000504b0304140008000800000021000000000000000000c30000001b00140074696e792f67656e65"
+      "726174696f6e5f636f6e6669672e6a736f6e555401000075780b000104000000000400000000558e410a02310c00ef7d45e959165710"
+      "c1cf84daa66e71db4893ee45fcbbb178702f39cc4c425ec65a07a95181423d57085453bebbab95d6f1f0b53762107a60851c95cf03e2"
+      "1e9e06a42ecf2ee045b04aa6ca6a925f19ffed9263d435162fb80fa4f9ca895ac1c6b0e9d0131ab8f3345fa6a31b4d67040000000050"
+      "4b050600000000030003000b010000900300000000";
+  std::string bytes;
+  for (size_t i = 0; i + 1 < hex.size(); i += 2) bytes += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
+  ASSERT_EQ(bytes.size(), 1047u);
+  std::ofstream(tmp / "source.zip", std::ios::binary) << bytes;
+  Result<ExtractedArchive> x = extract_archive(tmp / "source.zip", tmp.path());
+  ASSERT_FALSE(x.ok());
+  EXPECT_EQ(x.status().code(), StatusCode::kParse) << x.status().to_string();
+  EXPECT_NE(x.status().message().find("source.zip"), std::string::npos) << x.status().to_string();
+}
+
 }  // namespace
 }  // namespace rdrr
