@@ -2,11 +2,13 @@
 # Goldens and CPU verification at real sizes (the streaming reference engine, verify/stream_reference.h), each
 # step under /usr/bin/time -v; one JSON object per step on stdout (logs on stderr):
 #   convert_no_goldens  rdrr-convert SRC P --quantize q4_k_m --q4k-layout column_wise --golden-prompts none
+#                       --calibration none (plain rounding: the converter alone)
 #   make_goldens        rdrr-verify P --make-goldens SRC --skip-gpu --structure-only --quiet: the default goldens
 #                       (4 prompts x 16 tokens, 8 greedy steps; source and pack references) added to P, then
 #                       the CPU gates (the pack reference again)
 #   verify_cpu          rdrr-verify P --skip-gpu (gates 5-6 on the streaming reference of the pack)
-#   convert_default     rdrr-convert SRC P2 --quantize q4_k_m --q4k-layout column_wise (goldens included)
+#   convert_default     rdrr-convert SRC P2 --quantize q4_k_m --q4k-layout column_wise (calibration and goldens
+#                       included: the defaults)
 #   verify_gpu, run_64  with --gpu only: rdrr-verify P2 (Vulkan) and rdrr-run P2 --tokens 1,...,8 -n 64
 #
 #   bench/goldens.sh --shape llama-3.2-1b        generate a random-weight checkpoint into a temp dir first
@@ -21,7 +23,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build_dir="${RDRR_BUILD_DIR:-$here/build}"
 model="" shape="" threads="$(nproc)" keep=0 steps="convert_no_goldens,make_goldens,verify_cpu,convert_default"
 
-usage() { sed -n '2,18p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,19p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --shape) shape="$2"; shift ;;
@@ -71,7 +73,7 @@ timed() {  # timed STEP COMMAND...
 
 pack="$work/pack" pack2="$work/pack-default"
 timed convert_no_goldens "$convert" "$model" "$pack" --quantize q4_k_m --q4k-layout column_wise --threads "$threads" \
-  --force --golden-prompts none
+  --force --golden-prompts none --calibration none
 timed make_goldens "$verify" "$pack" --make-goldens "$model" --skip-gpu --structure-only --quiet
 timed verify_cpu "$verify" "$pack" --skip-gpu
 timed convert_default "$convert" "$model" "$pack2" --quantize q4_k_m --q4k-layout column_wise --threads "$threads" \

@@ -1,5 +1,8 @@
 #include "convert/calibration.h"
 
+#include <tbb/task_group.h>
+
+#include <atomic>
 #include <string>
 
 namespace rdrr::convert {
@@ -55,41 +58,86 @@ GptqFactors::GptqFactors(std::unique_ptr<LayerCalibration> session, const std::v
   }
 }
 
+struct GptqFactors::Next {
+  size_t first = 0;                  // its first calibrated job
+  std::atomic<bool> claimed{false};  // make_layer(first) started, by the task or by factor_for
+  tbb::task_group group;
+  LayerFactors made;
+};
+
+GptqFactors::~GptqFactors() {
+  if (next_) next_->group.wait();
+}
+
+// The next layer's factors: made by its task, or here if no thread has started it yet (with one thread
+// none will). Waiting (not isolated) lets this thread run other tasks meanwhile: the pipeline's encoding.
+GptqFactors::LayerFactors GptqFactors::take_next() {
+  Next& n = *next_;
+  if (!n.claimed.exchange(true)) n.made = make_layer(n.first);
+  n.group.wait();
+  LayerFactors made = std::move(n.made);
+  next_.reset();
+  return made;
+}
+
+GptqFactors::LayerFactors GptqFactors::make_layer(size_t first) {
+  LayerFactors out;
+  const std::pair<int, int> key = *keys_.at(first);
+  const auto layer = static_cast<uint32_t>(key.first);
+  Result<std::array<std::vector<float>, 4>> h = session_->layer_hessians(layer, wanted_.at(key.first));
+  if (!h.ok()) {
+    out.status = h.status().context("calibration: layer " + std::to_string(layer));
+    return out;
+  }
+  for (size_t i = 0; i < h->size(); ++i) {
+    std::vector<float>& hi = (*h)[i];
+    if (hi.empty()) continue;
+    const std::pair<int, int> k{key.first, static_cast<int>(i)};
+    size_t reader = first;  // the first matrix reading this input: its input count
+    while (reader < jobs_.size() && keys_[reader] != k) ++reader;
+    const int64_t cols = reader < jobs_.size() ? jobs_[reader].plan.shape[1] : 0;
+    if (hi.size() != static_cast<size_t>(cols) * static_cast<size_t>(cols)) {
+      out.status = error(StatusCode::kValidation, "calibration: layer " + std::to_string(layer) + " input " +
+                                                      std::to_string(i) + ": hessian has " + std::to_string(hi.size()) +
+                                                      " values, expected " + std::to_string(cols) +
+                                                      "^2 (the matrices' input count)");
+      return out;
+    }
+    Result<quant::GptqFactor> made = quant::gptq_factor(std::move(hi), cols, kGptqDamp, /*act_order=*/true);
+    if (made.ok()) {
+      out.by_input[static_cast<int>(i)] = std::make_shared<const quant::GptqFactor>(std::move(*made));
+    } else if (made.status().code() == StatusCode::kNonFinite) {  // NaN/Inf weights upstream
+      out.by_input[static_cast<int>(i)] = nullptr;
+      out.warnings.push_back("calibration: layer " + std::to_string(layer) + " input " + std::to_string(i) +
+                             ": activations not finite; its matrices are rounded plainly");
+    } else {
+      out.status = made.status().context("calibration: tensor " + jobs_[reader].plan.name);
+      return out;
+    }
+  }
+  return out;
+}
+
 Result<std::shared_ptr<const quant::GptqFactor>> GptqFactors::factor_for(size_t index) {
   const std::optional<std::pair<int, int>> key = keys_.at(index);
   if (!key) return std::shared_ptr<const quant::GptqFactor>();
   const TensorJob& job = jobs_[index];
-  if (key->first > layer_done_) {  // the first job of a new layer: its hessians, then its factors
-    const auto layer = static_cast<uint32_t>(key->first);
-    Result<std::array<std::vector<float>, 4>> h = session_->layer_hessians(layer, wanted_[key->first]);
-    if (!h.ok()) return h.status().context("calibration: layer " + std::to_string(layer));
+  if (key->first > layer_done_) {  // the first job of a new layer: its factors, then the next layer's begin
+    // The layer begun after the previous one (jobs are in layer order, so it is this one), else here.
+    LayerFactors made = next_ ? take_next() : make_layer(index);
+    RDRR_RETURN_IF_ERROR(made.status);
     layer_done_ = key->first;
-    for (size_t i = 0; i < h->size(); ++i) {
-      std::vector<float>& hi = (*h)[i];
-      if (hi.empty()) continue;
-      const std::pair<int, int> k{key->first, static_cast<int>(i)};
-      const int64_t cols = [&] {  // the input count of the first matrix reading it
-        for (size_t j = index; j < jobs_.size(); ++j) {
-          if (keys_[j] == k) return jobs_[j].plan.shape[1];
-        }
-        return int64_t{0};
-      }();
-      if (hi.size() != static_cast<size_t>(cols) * static_cast<size_t>(cols)) {
-        return error(StatusCode::kValidation, "calibration: layer " + std::to_string(layer) + " input " +
-                                                  std::to_string(i) + ": hessian has " + std::to_string(hi.size()) +
-                                                  " values, expected " + std::to_string(cols) +
-                                                  "^2 (the matrices' input count)");
-      }
-      Result<quant::GptqFactor> made = quant::gptq_factor(std::move(hi), cols, kGptqDamp, /*act_order=*/true);
-      if (made.ok()) {
-        ready_[k] = std::make_shared<const quant::GptqFactor>(std::move(*made));
-      } else if (made.status().code() == StatusCode::kNonFinite) {  // NaN/Inf weights upstream
-        ready_[k] = nullptr;
-        warnings_.push_back("calibration: layer " + std::to_string(layer) + " input " + std::to_string(i) +
-                            ": activations not finite; its matrices are rounded plainly");
-      } else {
-        return made.status().context("calibration: tensor " + job.plan.name);
-      }
+    for (auto& [input, f] : made.by_input) ready_[{key->first, input}] = std::move(f);
+    for (std::string& w : made.warnings) warnings_.push_back(std::move(w));
+    size_t first = index;
+    while (first < jobs_.size() && (!keys_[first] || keys_[first]->first <= layer_done_)) ++first;
+    if (first < jobs_.size()) {
+      next_ = std::make_unique<Next>();
+      next_->first = first;
+      Next* n = next_.get();
+      n->group.run([this, n] {
+        if (!n->claimed.exchange(true)) n->made = make_layer(n->first);
+      });
     }
   }
   auto it = ready_.find(*key);
@@ -106,12 +154,6 @@ Result<std::unique_ptr<GptqFactors>> calibrate_jobs(const ConvertOptions& o, Sou
                                                     const std::vector<TensorJob>& jobs, ConvertReport& report) {
   const uint64_t weights = calibratable_weights(jobs);
   if (!o.calibrator || o.calibration == CalibrationMode::kOff || weights == 0) return std::unique_ptr<GptqFactors>();
-  if (o.calibration == CalibrationMode::kAuto && weights > o.auto_calibration_max_weights) {
-    report.warnings.push_back("calibration skipped (--calibration auto): " + std::to_string(weights) +
-                              " Q4_K weights > " + std::to_string(o.auto_calibration_max_weights) +
-                              "; --calibration on runs it (many minutes of CPU at this size: README, Known limits)");
-    return std::unique_ptr<GptqFactors>();
-  }
   if (o.dry_run) return std::unique_ptr<GptqFactors>();
   Result<CalibrationOutput> c = o.calibrator({o.src, format});
   if (!c.ok()) return c.status().context("calibration");

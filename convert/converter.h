@@ -90,12 +90,10 @@ struct CalibrationOutput {
 };
 using Calibrator = std::function<Result<CalibrationOutput>(const CalibrationContext&)>;
 
-// kOn calibrates every model whose source carries a tokenizer (HF tokenizer files, or a GGUF vocabulary);
-// without one, Q4_K is rounded plainly with a warning. kAuto does the same when the matrices calibration would
-// change hold at most kAutoCalibrationMaxWeights values (models up to ~2B; larger ones take many minutes of CPU:
-// README, Known limits), else rounds plainly with a warning naming `--calibration on`. kOff never calibrates.
+// kAuto (the default) and kOn calibrate every model whose source carries a tokenizer (HF tokenizer files, or a
+// GGUF vocabulary), at any size (cost: README, Known limits); without one, Q4_K is rounded plainly with a
+// warning. kOff never calibrates.
 enum class CalibrationMode { kAuto, kOn, kOff };
-inline constexpr uint64_t kAutoCalibrationMaxWeights = 2'000'000'000;
 
 struct ConvertOptions {
   std::filesystem::path src;  // HF folder or .gguf file
@@ -117,7 +115,6 @@ struct ConvertOptions {
   GoldenWriter golden_writer;                  // unset: no goldens
   Calibrator calibrator;                       // unset: Q4_K by plain rounding (no calibration)
   CalibrationMode calibration = CalibrationMode::kAuto;  // whether to call `calibrator`
-  uint64_t auto_calibration_max_weights = kAutoCalibrationMaxWeights;  // kAuto's bound (tests lower it)
   std::map<std::string, std::string> extra_flags;  // recorded in metadata.converter.flags (e.g. golden-prompts)
 };
 

@@ -6,7 +6,12 @@
 
 namespace rdrr::quant {
 
-// Sets OpenBLAS to one thread (once per process; cheap to call again). Call before the first BLAS call.
+// Sets OpenBLAS to one thread (once per process; cheap to call again) and, where OpenBLAS's own table does not
+// know the CPU and chose older kernels than its features allow, the newer kernels (blas.cpp). Call before the
+// first BLAS call.
 void use_single_threaded_blas();
+
+// The name of the kernel set in use (e.g. "SkylakeX", "Haswell"), after use_single_threaded_blas().
+const char* blas_kernels();
 
 }  // namespace rdrr::quant

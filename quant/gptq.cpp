@@ -13,13 +13,14 @@
 #include "quant/f16.h"
 #include "quant/layout.h"
 #include "quant/q4_k.h"
+#include "quant/uninitialized.h"
 
 namespace rdrr::quant {
 namespace {
 
 constexpr int64_t kB = kQK_K;  // 256 values per block
 constexpr size_t kBs = kQK_K;
-constexpr int64_t kBatchCols = 128;     // lazy-update batch (GPTQ's "block")
+constexpr int64_t kBatchCols = kGptqPanelRows;  // lazy-update batch (GPTQ's "block"): one panel of t
 constexpr int64_t kRowGroup = 64;       // rows per task in row_wise
 constexpr int64_t kUpdateCols = 1024;   // columns per task of the lazy update
 
@@ -69,17 +70,18 @@ struct Group {
   int64_t m = 0;   // rows in the group
 };
 
-// Quantizes input k of every row of the group (w holds the rows in processing order; value i of a row is
-// input order[i]); dec[r] receives the decoded values.
-void quantize_column(const Group& g, std::vector<float>& w, std::vector<Q4KParams>& params, int64_t i,
+// Quantizes processing position i of every row of the group (w holds the rows' current values in processing
+// order; position i is input order[i]); dec[r] receives the decoded values. params: row-major [m, blocks per
+// row], the static groups of row layouts.
+void quantize_column(const Group& g, std::span<const float> w, const std::vector<Q4KParams>& params, int64_t i,
                      std::vector<float>& dec) {
   const GptqRowsParams& p = *g.p;
   const int64_t kc = p.k_cols;
   const GptqFactor& f = *p.factor;
   const int64_t k = f.order.empty() ? i : f.order[i];
-  float vals[kBs];
-  float wts[kBs];
   if (p.layout == Layout::kColumnWise) {
+    float vals[kBs];
+    float wts[kBs];
     const int64_t bpr = (p.n_rows + kB - 1) / kB;
     for (int64_t r = 0; r < kB; ++r) {
       vals[r] = r < g.m ? w[r * kc + i] : 0.0f;
@@ -93,38 +95,25 @@ void quantize_column(const Group& g, std::vector<float>& w, std::vector<Q4KParam
     return;
   }
   const int64_t bpr = (kc + kB - 1) / kB;
-  const int64_t v = k % kB;
   for (int64_t r = 0; r < g.m; ++r) {
     BlockQ4K* b = block_at(p.dst, (g.r0 + r) * bpr + k / kB);
-    Q4KParams* pr = &params[r];
-    if (!f.order.empty()) {
-      pr = &params[r * bpr + k / kB];  // static groups: fixed from the original values (run_group)
-    } else if (v == 0) {  // first input of the block: fix its scales from the current values
-      for (int64_t j = 0; j < kB; ++j) {
-        const bool real = k + j < kc;
-        vals[j] = real ? w[r * kc + k + j] : 0.0f;
-        wts[j] = real ? f.importance[k + j] : 0.0f;
-      }
-      quantize_q4_k({vals, kBs}, {b, 1}, {wts, kBs});
-      params[r] = params_of(*b);
-    }
-    dec[r] = set_nearest(*b, *pr, v, w[r * kc + i]);
+    dec[r] = set_nearest(*b, params[r * bpr + k / kB], k % kB, w[r * kc + i]);
   }
 }
 
 void run_group(const Group& g) {
   const GptqRowsParams& p = *g.p;
   const int64_t kc = p.k_cols;
-  const std::vector<float>& u = p.factor->u;
   const int64_t first = g.r0 - p.row_begin;
   const GptqFactor& f = *p.factor;
-  std::vector<float> w(static_cast<size_t>(g.m * kc));
+  const auto at = [&](int64_t i) { return f.order.empty() ? i : f.order[i]; };
+  UninitVector<float> w(static_cast<size_t>(g.m * kc));  // current values, processing order
   for (int64_t r = 0; r < g.m; ++r) {
     const float* src = p.rows.data() + (first + r) * kc;
-    for (int64_t i = 0; i < kc; ++i) w[r * kc + i] = src[f.order.empty() ? i : f.order[i]];
+    for (int64_t i = 0; i < kc; ++i) w[r * kc + i] = src[at(i)];
   }
-  std::vector<Q4KParams> params(static_cast<size_t>(g.m));
-  if (!f.order.empty() && p.layout != Layout::kColumnWise) {  // static groups from quantize_rows' blocks
+  std::vector<Q4KParams> params;
+  if (p.layout != Layout::kColumnWise) {  // static groups from quantize_rows' blocks
     const int64_t bpr = (kc + kB - 1) / kB;
     params.resize(static_cast<size_t>(g.m * bpr));
     for (int64_t r = 0; r < g.m; ++r) {
@@ -132,27 +121,30 @@ void run_group(const Group& g) {
     }
   }
   std::vector<float> dec(static_cast<size_t>(g.m));
-  std::vector<float> err(static_cast<size_t>(g.m * kBatchCols));
+  UninitVector<float> diff(static_cast<size_t>(g.m * kBatchCols));  // W - Q of the batch's inputs
   for (int64_t k0 = 0; k0 < kc; k0 += kBatchCols) {
     const int64_t k1 = std::min(kc, k0 + kBatchCols);
+    const float* panel = f.t.data() + f.panel_offset(k0 / kBatchCols);  // t[k0:k1, k0:], leading dimension ld
+    const int64_t ld = kc - k0;
     for (int64_t k = k0; k < k1; ++k) {
       quantize_column(g, w, params, k, dec);
-      const float* uk = u.data() + k * kc;
+      const float* tk = panel + (k - k0) * ld;  // t[k][j] = tk[j - k0]
+      const int64_t input = at(k);
       for (int64_t r = 0; r < g.m; ++r) {
         float* wr = w.data() + r * kc;
-        const float e = (wr[k] - dec[r]) / uk[k];
-        err[r * kBatchCols + (k - k0)] = e;
-        for (int64_t j = k + 1; j < k1; ++j) wr[j] -= e * uk[j];
+        const float d = p.rows[(first + r) * kc + input] - dec[r];
+        diff[r * kBatchCols + (k - k0)] = d;
+        for (int64_t j = k + 1; j < k1; ++j) wr[j] += d * tk[j - k0];
       }
     }
-    // The batch's errors onto the inputs after it: W[:, k1:] -= E U[k0:k1, k1:], one single-threaded sgemm
-    // per fixed slice of columns.
+    // The batch's differences onto the inputs after it: W[:, k1:] += D t[k0:k1, k1:], one single-threaded
+    // sgemm per fixed slice of columns.
     const int64_t rest = kc - k1, slices = (rest + kUpdateCols - 1) / kUpdateCols;
     tbb::parallel_for(int64_t{0}, slices, [&](int64_t sl) {
       const int64_t j0 = k1 + sl * kUpdateCols, jn = std::min(kUpdateCols, kc - j0);
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(g.m), static_cast<int>(jn),
-                  static_cast<int>(k1 - k0), -1.0f, err.data(), static_cast<int>(kBatchCols), u.data() + k0 * kc + j0,
-                  static_cast<int>(kc), 1.0f, w.data() + j0, static_cast<int>(kc));
+                  static_cast<int>(k1 - k0), 1.0f, diff.data(), static_cast<int>(kBatchCols), panel + (j0 - k0),
+                  static_cast<int>(ld), 1.0f, w.data() + j0, static_cast<int>(kc));
     });
   }
 }
@@ -161,7 +153,7 @@ void run_group(const Group& g) {
 
 Status quantize_rows_gptq(const GptqRowsParams& p) {
   if (p.factor == nullptr || p.factor->k_cols != p.k_cols ||
-      p.factor->u.size() != static_cast<size_t>(p.k_cols * p.k_cols)) {
+      p.factor->t.size() != p.factor->panel_offset((p.k_cols + kGptqPanelRows - 1) / kGptqPanelRows)) {
     return Status(StatusCode::kInvalidArgument, "gptq: factor missing or not for k_cols " + std::to_string(p.k_cols));
   }
   QuantizeRowsParams plain;

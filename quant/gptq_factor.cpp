@@ -1,10 +1,11 @@
-// gptq_factor (quant/gptq.h): GPTQ's factor U (U^T U = H^-1) through the BLAS, tiled so that oneTBB spreads the
+// gptq_factor (quant/gptq.h): GPTQ's factor T (H = T T^T, T upper) through the BLAS, tiled so that oneTBB spreads the
 // tiles and every tile is one single-threaded BLAS call on a fixed grid: the same bits at any thread count.
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <cmath>
 #include <string>
 #include <utility>
@@ -18,7 +19,6 @@ namespace rdrr::quant {
 namespace {
 
 constexpr int64_t kTile = 256;         // Cholesky tiles (rows and columns)
-constexpr int64_t kInverseCols = 128;  // columns of M^-1 solved per task
 
 // Lower Cholesky factor of a (row-major n x n, lower triangle used, in place), right-looking over kTile
 // tiles: factor the diagonal tile, solve the tiles below it, update the trailing tiles. Returns the first
@@ -52,6 +52,43 @@ int64_t cholesky_lower(float* a, int64_t n) {
     });
   }
   return -1;
+}
+
+// h := P H P^T in place, from H's lower triangle (row-major n x n): position i takes input src(i). H is first
+// made symmetric, then its rows are moved along the permutation's cycles and each row's values permuted, with
+// one row of extra memory per task (so a factor's peak is H's own memory plus its packed panels).
+template <typename Src>
+void permute_symmetric(std::vector<float>& h, int64_t n, const Src& src) {
+  tbb::parallel_for(tbb::blocked_range<int64_t>(0, n, 64), [&](const tbb::blocked_range<int64_t>& r) {
+    for (int64_t i = r.begin(); i < r.end(); ++i) {
+      for (int64_t j = i + 1; j < n; ++j) h[i * n + j] = h[j * n + i];  // upper from lower: disjoint
+    }
+  });
+  std::vector<uint8_t> moved(static_cast<size_t>(n), 0);
+  std::vector<float> row(static_cast<size_t>(n));
+  const auto row_at = [&](int64_t i) { return h.begin() + i * n; };
+  for (int64_t s = 0; s < n; ++s) {
+    if (moved[s] != 0) continue;
+    std::copy(row_at(s), row_at(s) + n, row.begin());
+    for (int64_t i = s;;) {
+      moved[i] = 1;
+      const int64_t from = src(i);
+      if (from == s) {
+        std::copy(row.begin(), row.end(), row_at(i));
+        break;
+      }
+      std::copy(row_at(from), row_at(from) + n, row_at(i));
+      i = from;
+    }
+  }
+  tbb::parallel_for(tbb::blocked_range<int64_t>(0, n, 64), [&](const tbb::blocked_range<int64_t>& r) {
+    std::vector<float> tmp(static_cast<size_t>(n));
+    for (int64_t i = r.begin(); i < r.end(); ++i) {
+      float* hi = h.data() + i * n;
+      for (int64_t j = 0; j < n; ++j) tmp[j] = hi[src(j)];
+      std::copy(tmp.begin(), tmp.end(), hi);
+    }
+  });
 }
 
 }  // namespace
@@ -100,41 +137,30 @@ Result<GptqFactor> gptq_factor(std::vector<float> hessian, int64_t k_cols, doubl
                      [&](int64_t x, int64_t y) { return hessian[x * n + x] > hessian[y * n + y]; });
   }
   const auto at = [&](int64_t i) { return f.order.empty() ? i : f.order[i]; };
-  // A = J H J (J reverses the processing order): if A = M M^T then U = J M^-1 J is upper triangular with
-  // U^T U = H^-1, so one Cholesky and one triangular inverse give GPTQ's factor.
-  std::vector<float> a(static_cast<size_t>(n * n));
+  // A = J H J (J reverses the processing order): if A = M M^T (M lower) then T = J M J is upper triangular
+  // with H = T T^T, so one Cholesky gives GPTQ's factor in the form quantize_rows_gptq uses (no inverse).
+  // A is made in H's own memory: position i of A holds input at(n - 1 - i).
+  permute_symmetric(hessian, n, [&](int64_t i) { return at(n - 1 - i); });
   const auto added = static_cast<float>(damp * mean_diag);
-  tbb::parallel_for(tbb::blocked_range<int64_t>(0, n, 64), [&](const tbb::blocked_range<int64_t>& r) {
-    for (int64_t i = r.begin(); i < r.end(); ++i) {
-      const int64_t row = at(n - 1 - i);
-      for (int64_t j = 0; j <= i; ++j) {  // H's lower triangle only
-        const int64_t c = at(n - 1 - j);
-        a[i * n + j] = row >= c ? hessian[row * n + c] : hessian[c * n + row];
-      }
-      float& d = a[i * n + i];
-      if (!(d > 0.0f)) d = 1.0f;
-      d += added;
-    }
-  });
-  hessian = {};
-  if (const int64_t bad = cholesky_lower(a.data(), n); bad >= 0) {
+  for (int64_t i = 0; i < n; ++i) {
+    float& d = hessian[i * n + i];
+    if (!(d > 0.0f)) d = 1.0f;
+    d += added;
+  }
+  if (const int64_t bad = cholesky_lower(hessian.data(), n); bad >= 0) {
     return Status(StatusCode::kValidation, "gptq: hessian is not positive definite after damping (pivot " +
                                                std::to_string(at(n - 1 - bad)) + ")");
   }
-  f.u.assign(static_cast<size_t>(n * n), 0.0f);
-  // Columns [c0, c0 + cb) of M^-1: rows >= c0 solve M[c0:, c0:] X = I[c0:, c0:c0+cb] (rows above are zero).
-  const int64_t tasks = (n + kInverseCols - 1) / kInverseCols;
-  tbb::parallel_for(int64_t{0}, tasks, [&](int64_t t) {
-    const int64_t c0 = t * kInverseCols, cb = std::min(kInverseCols, n - c0), rows = n - c0;
-    std::vector<float> x(static_cast<size_t>(rows * cb), 0.0f);
-    for (int64_t c = 0; c < cb; ++c) x[c * cb + c] = 1.0f;
-    cblas_strsm(CblasRowMajor, CblasLeft, CblasLower, CblasNoTrans, CblasNonUnit, static_cast<int>(rows),
-                static_cast<int>(cb), 1.0f, a.data() + c0 * n + c0, static_cast<int>(n), x.data(),
-                static_cast<int>(cb));
-    for (int64_t i = 0; i < rows; ++i) {
-      for (int64_t c = 0; c < cb && c <= i; ++c) {
-        f.u[(n - 1 - (c0 + i)) * n + (n - 1 - (c0 + c))] = x[i * cb + c];
-      }
+  // t[i][j] = T[i][j] / T[j][j] = M[n-1-i][n-1-j] / M[n-1-j][n-1-j], packed in row panels (quant/gptq.h).
+  const float* m = hessian.data();
+  const int64_t panels = (n + kGptqPanelRows - 1) / kGptqPanelRows;
+  f.t.resize(f.panel_offset(panels));
+  tbb::parallel_for(tbb::blocked_range<int64_t>(0, n, 64), [&](const tbb::blocked_range<int64_t>& r) {
+    for (int64_t i = r.begin(); i < r.end(); ++i) {
+      const int64_t p = i / kGptqPanelRows, c0 = p * kGptqPanelRows, ld = n - c0;
+      float* dst = f.t.data() + f.panel_offset(p) + (i - c0) * ld;
+      const float* src = m + (n - 1 - i) * n + (n - 1);  // M[n-1-i][n-1-j] = src[-j]
+      for (int64_t j = c0; j < n; ++j) dst[j - c0] = j < i ? 0.0f : src[-j] / m[(n - 1 - j) * (n + 1)];
     }
   });
   return f;

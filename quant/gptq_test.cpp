@@ -76,49 +76,59 @@ std::vector<uint8_t> gptq(const Problem& p, Layout layout, const GptqFactor& f, 
   return q;
 }
 
-// (H + damp) (U^T U) == I, for one tile and for several (the tiled Cholesky and inverse, kTile 256, with a
-// partial last tile), in input order and in act order (U is then in processing order: P H P^T).
-// Tolerance: float factors of a matrix whose damped condition number is ~1e2 here lose ~K * cond * 2^-24
-// relative; 1e-4 (K = 40) and 2e-3 (K = 600) leave a wide margin over what a correct factor gives (~4e-6).
-void expect_inverse_factor(int64_t k, bool act_order, double tolerance) {
+// t^-1 (H + damp) t^-T is diagonal (H = T T^T with T = t diag(T[j][j]), t unit upper triangular), for one
+// tile and for several (the tiled Cholesky, kTile 256, with a partial last tile), in input order and in act
+// order (t is then in processing order: P H P^T). Measured as the largest off-diagonal |Y[i][j]| /
+// sqrt(Y[i][i] Y[j][j]) of Y = t^-1 H t^-T. Tolerance: float factors of a matrix whose damped condition
+// number is ~1e2 here lose ~K * cond * 2^-24 relative; 1e-4 (K = 40) and 2e-3 (K = 600) leave a wide
+// margin over what a correct factor gives (~1e-6).
+void expect_cholesky_factor(int64_t k, bool act_order, double tolerance) {
   const Problem p = make_problem(4, k, 2 * k + 100, 1);
   Result<GptqFactor> f = gptq_factor(p.h, p.k, 0.01, act_order);
   ASSERT_TRUE(f.ok()) << f.status().to_string();
   const auto at = [&](int64_t i) { return f->order.empty() ? i : f->order[i]; };
-  std::vector<double> hd(p.h.size());
+  const int64_t n = p.k;
+  std::vector<double> y(p.h.size());  // P (H + damp) P^T
   double mean = 0;
-  for (int64_t i = 0; i < p.k; ++i) mean += p.h[i * p.k + i] / static_cast<double>(p.k);
-  for (int64_t i = 0; i < p.k; ++i) {
-    for (int64_t j = 0; j < p.k; ++j) hd[i * p.k + j] = p.h[at(i) * p.k + at(j)];
-    hd[i * p.k + i] += 0.01 * mean;
+  for (int64_t i = 0; i < n; ++i) mean += p.h[i * n + i] / static_cast<double>(n);
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t j = 0; j < n; ++j) y[i * n + j] = p.h[at(i) * n + at(j)];
+    y[i * n + i] += 0.01 * mean;
   }
-  for (int64_t i = 0; i < p.k; ++i) {
-    for (int64_t j = 0; j < i; ++j) ASSERT_EQ(f->u[i * p.k + j], 0.0f);
+  for (int64_t i = 0; i < n; ++i) {
+    ASSERT_EQ(f->value(i, i), 1.0f) << i;
   }
-  std::vector<double> inv(p.h.size(), 0.0);  // U^T U
-  for (int64_t l = 0; l < p.k; ++l) {
-    for (int64_t m = 0; m < p.k; ++m) {
-      const double ulm = f->u[l * p.k + m];
-      for (int64_t j = 0; j < p.k; ++j) inv[m * p.k + j] += ulm * f->u[l * p.k + j];
+  // y := t^-1 y^T twice (back substitution on every column): t^-1 (t^-1 H)^T = t^-1 H t^-T (H symmetric).
+  const auto solve_transposed = [&](std::vector<double>& m) {
+    std::vector<double> out(m.size());
+    for (int64_t c = 0; c < n; ++c) {
+      for (int64_t i = n - 1; i >= 0; --i) {
+        double v = m[c * n + i];  // column c of m^T
+        for (int64_t j = i + 1; j < n; ++j) v -= f->value(i, j) * out[j * n + c];
+        out[i * n + c] = v;
+      }
     }
-  }
+    m = std::move(out);
+  };
+  solve_transposed(y);
+  solve_transposed(y);
   double worst = 0;
-  for (int64_t i = 0; i < p.k; ++i) {
-    for (int64_t j = 0; j < p.k; ++j) {
-      double s = 0;
-      for (int64_t m = 0; m < p.k; ++m) s += hd[i * p.k + m] * inv[m * p.k + j];
-      worst = std::max(worst, std::fabs(s - (i == j ? 1.0 : 0.0)));
+  for (int64_t i = 0; i < n; ++i) {
+    ASSERT_GT(y[i * n + i], 0.0) << i;
+    for (int64_t j = 0; j < n; ++j) {
+      if (i != j) worst = std::max(worst, std::fabs(y[i * n + j]) / std::sqrt(y[i * n + i] * y[j * n + j]));
     }
   }
-  std::printf("K %lld act order %d: worst |(H + damp) U^T U - I| %.3g\n", static_cast<long long>(k), act_order, worst);
+  std::printf("K %lld act order %d: worst off-diagonal of t^-1 H t^-T %.3g\n", static_cast<long long>(k), act_order,
+              worst);
   EXPECT_LT(worst, tolerance);
 }
 
-TEST(Gptq, FactorIsTheUpperCholeskyOfTheInverse) {
-  expect_inverse_factor(40, false, 1e-4);
-  expect_inverse_factor(40, true, 1e-4);
-  expect_inverse_factor(600, false, 2e-3);
-  expect_inverse_factor(600, true, 2e-3);
+TEST(Gptq, FactorIsTheCholeskyFactorOfTheReversedHessian) {
+  expect_cholesky_factor(40, false, 1e-4);
+  expect_cholesky_factor(40, true, 1e-4);
+  expect_cholesky_factor(600, false, 2e-3);
+  expect_cholesky_factor(600, true, 2e-3);
 }
 
 class GptqOrder : public ::testing::TestWithParam<bool> {};

@@ -80,7 +80,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--calibration", calibration,
                  "error-compensated Q4_K from calibration activations (built-in text + model samples): "
-                 "auto (every source with a tokenizer, up to 2B Q4_K weights), on (any size), none")
+                 "auto or on (every source with a tokenizer, at any size), none")
       ->capture_default_str();
   try {
     app.parse(argc, argv);

@@ -8,16 +8,26 @@
 #include <span>
 #include <vector>
 
+#include "quant/uninitialized.h"
+
 namespace rdrr::verify {
 
 // A dense [rows, cols] row-major matrix of doubles (activations: one row per token).
 struct Matrix {
   size_t rows = 0;
   size_t cols = 0;
-  std::vector<double> data;
+  quant::UninitVector<double> data;
 
   Matrix() = default;
   Matrix(size_t r, size_t c) : rows(r), cols(c), data(r * c, 0.0) {}
+  // Values left unset: for outputs written in full right after.
+  static Matrix uninitialized(size_t r, size_t c) {
+    Matrix m;
+    m.rows = r;
+    m.cols = c;
+    m.data.resize(r * c);
+    return m;
+  }
   std::span<double> row(size_t r) { return {data.data() + r * cols, cols}; }
   std::span<const double> row(size_t r) const { return {data.data() + r * cols, cols}; }
 };

@@ -313,32 +313,6 @@ TEST(Calibration, GgufSourceIsCalibratedFromItsVocabulary) {
   for (const std::string& w : r->warnings) EXPECT_EQ(w.find("calibration"), std::string::npos) << w;
 }
 
-// `auto` stops above its weight bound (2B by default; lowered here) with a warning naming `on`, which calibrates
-// at any size.
-TEST(Calibration, AutoStopsAboveItsBoundAndOnDoesNot) {
-  for (const auto mode : {convert::CalibrationMode::kAuto, convert::CalibrationMode::kOn}) {
-    TempDir tmp;
-    convert::ConvertOptions o = convert_options("tiny-llama", tmp.path() / "p", convert::Preset::kQ4_K_M,
-                                                quant::Layout::kColumnWise, true);
-    o.calibration = mode;
-    o.auto_calibration_max_weights = 1000;
-    Result<convert::ConvertReport> r = convert::convert_model(o);
-    ASSERT_TRUE(r.ok()) << r.status().to_string();
-    bool warned = false;
-    for (const std::string& w : r->warnings) {
-      warned |= w.find("calibration skipped (--calibration auto): ") != std::string::npos &&
-                w.find(" Q4_K weights > 1000; --calibration on runs it") != std::string::npos;
-    }
-    if (mode == convert::CalibrationMode::kAuto) {
-      EXPECT_EQ(r->calibration, "none");
-      EXPECT_TRUE(warned);
-    } else {
-      EXPECT_NE(r->calibration.find("text tokens"), std::string::npos) << r->calibration;
-      EXPECT_FALSE(warned);
-    }
-  }
-}
-
 // A session whose hessian does not fit the matrix fails the conversion naming the layer, input and sizes, and
 // leaves nothing at the output.
 class WrongSizeCalibration final : public convert::LayerCalibration {

@@ -1,10 +1,12 @@
 // make_calibrator (verify/calibration.h): calibration on the streaming engine, one layer per request.
+#include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 
 #include <array>
 #include <utility>
 
 #include "quant/blas.h"
+#include "quant/uninitialized.h"
 #include "verify/calibration.h"
 #include "verify/stream_reference.h"
 
@@ -15,11 +17,13 @@ constexpr size_t kGramTile = 256;  // H tiles (rows and columns), one sgemm each
 
 // Lower triangle of h += x^T x (k x k float), x [rows, k] (double, rounded to float): one sgemm over all rows
 // per tile of a fixed grid, so the sums do not depend on the thread count.
-void accumulate_gram(std::vector<float>& h, const Matrix& x) {
+void accumulate_gram(std::vector<float>& h, const Matrix& x, quant::UninitVector<float>& xf) {
   const size_t k = x.cols, rows = x.rows;
   if (h.empty()) h.assign(k * k, 0.0f);
-  std::vector<float> xf(x.data.size());
-  for (size_t i = 0; i < xf.size(); ++i) xf[i] = static_cast<float>(x.data[i]);
+  xf.resize(x.data.size());
+  tbb::parallel_for(tbb::blocked_range<size_t>(0, xf.size(), size_t{1} << 16), [&](const tbb::blocked_range<size_t>& r) {
+    for (size_t i = r.begin(); i < r.end(); ++i) xf[i] = static_cast<float>(x.data[i]);
+  });
   const size_t tiles = (k + kGramTile - 1) / kGramTile;
   tbb::parallel_for(size_t{0}, tiles * (tiles + 1) / 2, [&](size_t p) {
     size_t ti = 0;
@@ -39,7 +43,7 @@ class StreamingCalibration final : public convert::LayerCalibration {
       : engine_(std::move(engine)), pass_(std::move(pass)), tokens_(tokens) {}
 
   Result<std::array<std::vector<float>, 4>> layer_hessians(uint32_t layer, std::array<bool, 4> wanted) override {
-    std::array<std::vector<float>, 4> h;
+  std::array<std::vector<float>, 4> h;
     if (layer < pass_.next_layer()) {
       return error(StatusCode::kInvalidArgument, "calibration: layer " + std::to_string(layer) +
                                                      " asked for after layer " + std::to_string(pass_.next_layer()));
@@ -47,7 +51,7 @@ class StreamingCalibration final : public convert::LayerCalibration {
     while (pass_.next_layer() < layer) RDRR_RETURN_IF_ERROR(pass_.run_layer({}));
     RDRR_RETURN_IF_ERROR(pass_.run_layer([&](LinearInput which, const Matrix& x) {
       const auto i = static_cast<size_t>(which);
-      if (wanted[i]) accumulate_gram(h[i], x);
+      if (wanted[i]) accumulate_gram(h[i], x, xf_);
     }));
     const float inv = 1.0f / static_cast<float>(tokens_);
     for (std::vector<float>& m : h) {
@@ -60,6 +64,7 @@ class StreamingCalibration final : public convert::LayerCalibration {
   StreamingReference engine_;  // the pass reads its state
   StreamingReference::LayerPass pass_;
   uint64_t tokens_ = 0;
+  quant::UninitVector<float> xf_;  // accumulate_gram's f32 copy of the activations, reused
 };
 
 }  // namespace

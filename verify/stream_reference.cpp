@@ -81,7 +81,7 @@ uint64_t chunk_rows(const StreamingReference::State& s, const LinearSource& src,
 
 // y [T, src.rows] (f32) = x [T, K] W^T over the map's rows, streamed in chunks on the tensor's aligned grid.
 Status streamed_matmul(const StreamingReference::State& s, const LinearSource& src, std::span<const float> x,
-                       size_t t_rows, std::vector<float>& y) {
+                       size_t t_rows, quant::UninitVector<float>& y) {
   const ReferenceWeights& w = *s.weights;
   const uint64_t k = src.in_features, begin = src.row_begin, end = src.row_begin + src.rows;
   RDRR_ASSIGN_OR_RETURN(const std::vector<int64_t> shape, w.shape(src.weight));
@@ -96,7 +96,7 @@ Status streamed_matmul(const StreamingReference::State& s, const LinearSource& s
   tbb::parallel_for(uint64_t{0}, chunks, [&](uint64_t c) {
     const uint64_t a = first + c * step, b = std::min(a + step, read_end);
     std::unique_ptr<ChunkScratch> scratch = s.scratch.take();
-    std::vector<float>& rows = scratch->rows;
+    quant::UninitVector<float>& rows = scratch->rows;
     rows.resize((b - a) * k);
     // Isolated: while the decode's nested parallel loop waits, this thread must not start another chunk task
     // (that could nest without bound).
@@ -123,8 +123,8 @@ Result<Matrix> apply_linear(const StreamingReference::State& s, const LinearSour
   // The f32 input and output reuse pooled buffers: fresh ones of this size (up to hundreds of MB in a
   // calibration pass) would be mapped, faulted in page by page, zeroed and unmapped on every call.
   std::unique_ptr<ChunkScratch> io = s.linear_io.take();
-  std::vector<float>& xf = io->rows;
-  std::vector<float>& y = io->read.floats;
+  quant::UninitVector<float>& xf = io->rows;
+  quant::UninitVector<float>& y = io->out;
   xf.resize(x.data.size());
   constexpr size_t kConvertGrain = 1 << 16;  // values per conversion task
   tbb::parallel_for(tbb::blocked_range<size_t>(0, xf.size(), kConvertGrain), [&](const tbb::blocked_range<size_t>& r) {
@@ -133,9 +133,7 @@ Result<Matrix> apply_linear(const StreamingReference::State& s, const LinearSour
   const Status st = streamed_matmul(s, src, xf, x.rows, y);
   Matrix out;
   if (st.ok()) {
-    out.rows = x.rows;
-    out.cols = src.rows;
-    out.data.resize(x.rows * src.rows);
+    out = Matrix::uninitialized(x.rows, src.rows);
     tbb::parallel_for(tbb::blocked_range<size_t>(0, out.data.size(), kConvertGrain),
                       [&](const tbb::blocked_range<size_t>& r) {
                         for (size_t i = r.begin(); i < r.end(); ++i) out.data[i] = y[i];

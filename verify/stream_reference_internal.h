@@ -15,6 +15,7 @@
 #include "verify/reference_load.h"
 #include "verify/reference_weights.h"
 #include "verify/stream_reference.h"
+#include "quant/uninitialized.h"
 
 namespace rdrr::verify {
 
@@ -22,7 +23,8 @@ namespace rdrr::verify {
 // memset per page (most of the time, measured). A pool, not thread_local: a thread that waits inside a nested
 // parallel decode may start another chunk task.
 struct ChunkScratch {
-  std::vector<float> rows;
+  quant::UninitVector<float> rows;
+  quant::UninitVector<float> out;
   ReferenceWeights::RowScratch read;
 };
 
@@ -67,7 +69,7 @@ struct StreamingReference::State {
   StreamOptions options;
   mutable ScratchPool scratch;
   mutable ResidentSet resident;
-  mutable ScratchPool linear_io;  // apply_linear's f32 input (rows) and output (read.floats)
+  mutable ScratchPool linear_io;  // apply_linear's f32 input (rows) and output (out)
   std::unique_ptr<convert::SourceModel> source;  // one of source / (manifest, reader) backs `weights`
   std::unique_ptr<Manifest> manifest;
   std::unique_ptr<ShardReader> reader;
