@@ -1,6 +1,6 @@
 // Calibrated (GPTQ) Q4_K encoding in the converter: which matrices read which layer input, and the factors of
 // quant/gptq.h made one layer at a time from the hessians of ConvertOptions::calibrator's session, as the
-// pipeline reaches each layer (only one layer's hessians and factors are held at a time).
+// pipeline reaches each layer (at most two layers' factors are held at a time: GptqFactors).
 #pragma once
 
 #include <array>
