@@ -178,6 +178,23 @@ Result<std::vector<std::vector<int32_t>>> calibration_sequences(const tok::Token
   return seqs;
 }
 
+Result<std::optional<CalibrationSet>> calibration_set(const convert::CalibrationContext& ctx,
+                                                      const convert::ModelConfig& config, size_t vocab,
+                                                      const CalibrationOptions& options,
+                                                      convert::CalibrationOutput& out) {
+  std::string why;
+  RDRR_ASSIGN_OR_RETURN(std::unique_ptr<tok::Tokenizer> tk, source_tokenizer(ctx, config, why));
+  if (!tk) {
+    out.warnings.push_back("calibration skipped: " + why + " (Q4_K rounded without calibration)");
+    return std::optional<CalibrationSet>();
+  }
+  CalibrationSet set;
+  RDRR_ASSIGN_OR_RETURN(set.sequences, calibration_sequences(*tk, vocab, options));
+  for (const auto& s : set.sequences) set.text_tokens += s.size();
+  set.start = tk->bos_id().value_or(set.sequences.empty() ? 0 : set.sequences.front().front());
+  return std::optional<CalibrationSet>(std::move(set));
+}
+
 std::string calibration_description(size_t text_tokens, const CalibrationOptions& options) {
   return std::to_string(text_tokens) + " text tokens + " + std::to_string(options.samples) + " samples x " +
          std::to_string(options.sample_tokens) + " tokens";
@@ -187,29 +204,22 @@ Result<convert::CalibrationOutput> calibrate_reference(const convert::Calibratio
                                                        const CalibrationOptions& options) {
   convert::CalibrationOutput out;
   RDRR_ASSIGN_OR_RETURN(ReferenceModel model, ReferenceModel::load_source(ctx.src));
-  std::string why;
-  RDRR_ASSIGN_OR_RETURN(std::unique_ptr<tok::Tokenizer> tk, source_tokenizer(ctx, model.config(), why));
-  if (!tk) {
-    out.warnings.push_back("calibration skipped: " + why + " (Q4_K rounded without calibration)");
-    return out;
-  }
-  RDRR_ASSIGN_OR_RETURN(std::vector<std::vector<int32_t>> seqs, calibration_sequences(*tk, model.vocab_size(), options));
-  size_t text_tokens = 0;
-  for (const auto& s : seqs) text_tokens += s.size();
-  const int32_t start = tk->bos_id().value_or(seqs.empty() ? 0 : seqs.front().front());
+  RDRR_ASSIGN_OR_RETURN(std::optional<CalibrationSet> set,
+                        calibration_set(ctx, model.config(), model.vocab_size(), options, out));
+  if (!set) return out;
   std::vector<std::array<std::vector<double>, 4>> h(model.config().architecture.num_layers);
   const ReferenceModel::LinearInputObserver observe = [&](size_t layer, ReferenceModel::LinearInput which,
                                                           const Matrix& x) {
     accumulate_moments(h[layer][static_cast<size_t>(which)], x);
   };
   size_t total = 0;
-  for (const std::vector<int32_t>& s : seqs) {  // the text, then the samples (observed as they are drawn)
+  for (const std::vector<int32_t>& s : set->sequences) {  // the text, then the samples (observed as drawn)
     total += s.size();
     RDRR_RETURN_IF_ERROR(model.observe_linear_inputs(s, observe).context("calibration"));
   }
   for (size_t n = 0; n < options.samples; ++n) {
     RDRR_ASSIGN_OR_RETURN(std::vector<int32_t> s,
-                          sample_sequence(model, start, options.sample_tokens, options.seed + n, observe));
+                          sample_sequence(model, set->start, options.sample_tokens, options.seed + n, observe));
     total += s.size();
   }
   for (auto& layer : h) {
@@ -220,7 +230,7 @@ Result<convert::CalibrationOutput> calibrate_reference(const convert::Calibratio
   }
   out.session = std::make_unique<ReferenceCalibration>(std::move(h));
   out.tokens = total;
-  out.description = calibration_description(text_tokens, options);
+  out.description = calibration_description(set->text_tokens, options);
   return out;
 }
 

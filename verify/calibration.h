@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -52,6 +53,20 @@ Result<std::unique_ptr<tok::Tokenizer>> source_tokenizer(const convert::Calibrat
 // The text's sequences (token ids < vocab).
 Result<std::vector<std::vector<int32_t>>> calibration_sequences(const tok::Tokenizer& tk, size_t vocab,
                                                                 const CalibrationOptions& options);
+
+// What both engines calibrate on besides their samples: the text's sequences, their token count and the
+// samples' start token (BOS, else the text's first token).
+struct CalibrationSet {
+  std::vector<std::vector<int32_t>> sequences;
+  size_t text_tokens = 0;
+  int32_t start = 0;
+};
+// The source's set, or nullopt with the "calibration skipped" warning added to `out` when it carries no
+// tokenizer. Errors: the tokenizer's.
+Result<std::optional<CalibrationSet>> calibration_set(const convert::CalibrationContext& ctx,
+                                                      const convert::ModelConfig& config, size_t vocab,
+                                                      const CalibrationOptions& options,
+                                                      convert::CalibrationOutput& out);
 
 // "N text tokens + S samples x T tokens" (the converter flag "calibration").
 std::string calibration_description(size_t text_tokens, const CalibrationOptions& options);

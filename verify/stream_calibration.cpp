@@ -76,21 +76,14 @@ Result<convert::CalibrationOutput> calibrate(const convert::CalibrationContext& 
   StreamOptions so;
   so.resident_bytes = 256ull << 20;
   RDRR_ASSIGN_OR_RETURN(StreamingReference engine, StreamingReference::open_source(ctx.src, so));
-  std::string why;
-  RDRR_ASSIGN_OR_RETURN(std::unique_ptr<tok::Tokenizer> tk, source_tokenizer(ctx, engine.config(), why));
-  if (!tk) {
-    out.warnings.push_back("calibration skipped: " + why + " (Q4_K rounded without calibration)");
-    return out;
-  }
-  RDRR_ASSIGN_OR_RETURN(std::vector<std::vector<int32_t>> seqs,
-                        calibration_sequences(*tk, engine.vocab_size(), options));
-  size_t text_tokens = 0;
-  for (const auto& s : seqs) text_tokens += s.size();
-  const int32_t start = tk->bos_id().value_or(seqs.empty() ? 0 : seqs.front().front());
-  const std::vector<int32_t> starts(options.samples, start);
+  RDRR_ASSIGN_OR_RETURN(std::optional<CalibrationSet> set,
+                        calibration_set(ctx, engine.config(), engine.vocab_size(), options, out));
+  if (!set) return out;
+  std::vector<std::vector<int32_t>>& seqs = set->sequences;
+  const std::vector<int32_t> starts(options.samples, set->start);
   RDRR_ASSIGN_OR_RETURN(std::vector<std::vector<int32_t>> samples,
                         engine.sample(starts, options.sample_tokens, options.seed));
-  uint64_t total = text_tokens;
+  uint64_t total = set->text_tokens;
   for (std::vector<int32_t>& s : samples) {
     total += s.size();
     seqs.push_back(std::move(s));
@@ -102,7 +95,7 @@ Result<convert::CalibrationOutput> calibrate(const convert::CalibrationContext& 
   RDRR_ASSIGN_OR_RETURN(StreamingReference::LayerPass pass, engine.start_layer_pass(seqs, options.max_group_rows));
   out.session = std::make_unique<StreamingCalibration>(std::move(engine), std::move(pass), total);
   out.tokens = total;
-  out.description = calibration_description(text_tokens, options);
+  out.description = calibration_description(set->text_tokens, options);
   return out;
 }
 
