@@ -112,7 +112,11 @@ Result<Planned> plan_and_place(const SourceModel& src, const ConvertOptions& o) 
     po.overrides.push_back(std::move(ov));
   }
   std::vector<PlanInput> inputs;
-  for (const SourceTensor& t : src.tensors()) inputs.push_back({t.name, t.shape});
+  for (const SourceTensor& t : src.tensors()) {
+    PlanInput in{t.name, t.shape, {}};
+    for (const SourcePart& p : t.parts) in.source_types.push_back(p.stored.type);
+    inputs.push_back(std::move(in));
+  }
   RDRR_ASSIGN_OR_RETURN(std::vector<PlanEntry> plan, plan_tensors(inputs, po));
   RDRR_ASSIGN_OR_RETURN(ShardPlanner placer, ShardPlanner::create(o.shard_size_bytes));
   Planned out;
@@ -139,6 +143,9 @@ ConvertReport base_report(const ConvertOptions& o, const SourceModel& src, const
   r.dry_run = o.dry_run;
   r.threads = threads;
   r.warnings = src.warnings();
+  for (const TensorJob& j : planned.jobs) {  // a GGUF tensor widened: one line each
+    if (j.plan.reason.find("widened") != std::string::npos) r.warnings.push_back("tensor " + j.plan.name + ": " + j.plan.reason);
+  }
   r.bytes_in = planned.bytes_in;
   for (const TensorJob& j : planned.jobs) {
     TensorReport t;

@@ -1,8 +1,12 @@
 // model_config_from_gguf(): llama.cpp GGUF metadata -> ModelConfig, with the GGUF quirks the converter
 // undoes recorded (q/k row permutation, Gemma norms holding 1 + w).
+#include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <cstring>
 
 #include "convert/model_config_internal.h"
+#include "quant/f16.h"
 
 namespace rdrr::convert {
 namespace {
@@ -236,16 +240,82 @@ Status read_rope_scaling(const Keys& k, RopeConfig& r) {
   return Status::Ok();
 }
 
+// A per-pair RoPE factor tensor (rope_freqs / rope_factors_long / rope_factors_short: F32 or F16, `pairs`
+// values, finite and > 0) as the shortest decimals of its f32 values; absent: empty.
+Result<std::vector<double>> rope_factor_tensor(const Keys& k, const char* name, uint64_t pairs) {
+  std::vector<double> out;
+  const GgufTensor* t = k.file().find_tensor(name);
+  if (t == nullptr) return out;
+  const std::string where = std::string("tensor ") + name;
+  if (t->ne.size() != 1 || t->ne[0] != pairs) {
+    return invalid(where + ": shape " + shape_to_string(t->ne) + ", expected [" + std::to_string(pairs) +
+                   "] (rotary dims / 2)");
+  }
+  if (t->type != GgmlType::kF32 && t->type != GgmlType::kF16) {
+    return unsupported(where + ": type " + std::string(t->type_name()) + ", expected F32 or F16");
+  }
+  for (uint64_t i = 0; i < pairs; ++i) {
+    float f = 0.0f;
+    if (t->type == GgmlType::kF32) {
+      std::memcpy(&f, t->bytes.data() + i * 4, 4);
+    } else {
+      uint16_t h = 0;
+      std::memcpy(&h, t->bytes.data() + i * 2, 2);
+      f = quant::f16_to_f32(h);
+    }
+    if (!std::isfinite(f) || !(f > 0.0f)) {
+      return invalid(where + ": value " + std::to_string(i) + " is " + std::to_string(f) + ", expected finite and > 0");
+    }
+    out.push_back(mcfg::f32_as_decimal(f));
+  }
+  return out;
+}
+
+// Per-pair RoPE factors carried as tensors: rope_freqs (llama.cpp's llama3 scaling of Llama 3.1/3.2) ->
+// freq_factors; rope_factors_long + rope_factors_short (Phi-3 LongRoPE) -> longrope, with
+// rope.scaling.original_context_length and rope.scaling.attn_factor (absent: transformers' default from
+// context_length / original).
+Status read_rope_factors(const Keys& k, const ModelConfig& cfg, uint64_t pairs, RopeConfig& r) {
+  RDRR_ASSIGN_OR_RETURN(std::vector<double> freqs, rope_factor_tensor(k, "rope_freqs.weight", pairs));
+  RDRR_ASSIGN_OR_RETURN(std::vector<double> longs, rope_factor_tensor(k, "rope_factors_long.weight", pairs));
+  RDRR_ASSIGN_OR_RETURN(std::vector<double> shorts, rope_factor_tensor(k, "rope_factors_short.weight", pairs));
+  if (freqs.empty() && longs.empty() && shorts.empty()) return Status::Ok();
+  const std::string type(rope_scaling_type_name(r.scaling_type));
+  if (r.scaling_type != RopeScalingType::kNone) {
+    return unsupported(k.arch_key("rope.scaling.type") + ": '" + type +
+                       "' together with per-dimension RoPE factor tensors is not supported");
+  }
+  if (!freqs.empty() && (!longs.empty() || !shorts.empty())) {
+    return unsupported("tensor rope_freqs.weight together with rope_factors_long/short is not supported");
+  }
+  if (!freqs.empty()) {
+    r.scaling_type = RopeScalingType::kFreqFactors;
+    r.freq_factors = std::move(freqs);
+    return Status::Ok();
+  }
+  if (longs.empty() || shorts.empty()) {
+    return error(StatusCode::kSchema, std::string("tensor ") +
+                                          (longs.empty() ? "rope_factors_long.weight" : "rope_factors_short.weight") +
+                                          ": missing (LongRoPE needs both factor tensors)");
+  }
+  RDRR_ASSIGN_OR_RETURN(uint64_t orig, k.req_uint(k.arch_key("rope.scaling.original_context_length")));
+  if (orig == 0) return invalid("metadata key '" + k.arch_key("rope.scaling.original_context_length") + "': 0");
+  RDRR_ASSIGN_OR_RETURN(std::optional<double> attention, k.opt_float(k.arch_key("rope.scaling.attn_factor")));
+  if (!attention) {
+    const double factor = static_cast<double>(cfg.architecture.max_seq_len) / static_cast<double>(orig);
+    attention = factor <= 1.0 ? 1.0 : std::sqrt(1.0 + std::log(factor) / std::log(static_cast<double>(orig)));
+  }
+  r.scaling_type = RopeScalingType::kLongRope;
+  r.short_factors = std::move(shorts);
+  r.long_factors = std::move(longs);
+  r.original_max_positions = orig;
+  r.attention_factor = attention;
+  return Status::Ok();
+}
+
 Status read_rope(const Keys& k, const FamilyTraits& t, ModelConfig& cfg) {
   RopeConfig& r = cfg.inference.rope;
   r = RopeConfig{};
-  for (const char* name : {"rope_freqs.weight", "rope_factors_long.weight", "rope_factors_short.weight"}) {
-    if (k.file().find_tensor(name) != nullptr) {
-      return unsupported(std::string("tensor ") + name +
-                         ": per-dimension RoPE factors (llama3/longrope scaling) are not supported from GGUF; "
-                         "convert the HF checkpoint instead");
-    }
-  }
   RDRR_ASSIGN_OR_RETURN(std::optional<double> theta, k.opt_float(k.arch_key("rope.freq_base")));
   if (!theta) {
     cfg.warnings.push_back(k.arch_key("rope.freq_base") + ": absent, using llama.cpp's default " +
@@ -257,6 +327,7 @@ Status read_rope(const Keys& k, const FamilyTraits& t, ModelConfig& cfg) {
   const uint64_t head_dim = cfg.architecture.head_dim;
   r.partial_rotary_factor = dims && head_dim > 0 ? static_cast<double>(*dims) / static_cast<double>(head_dim) : 1.0;
   r.convention = RopeConvention::kRotateHalf;  // llama/mistral: the converter undoes the q/k row permutation
+  RDRR_RETURN_IF_ERROR(read_rope_factors(k, cfg, dims.value_or(head_dim) / 2, r));
   if (t.gemma && cfg.inference.attention.sliding_window) {
     RDRR_ASSIGN_OR_RETURN(std::optional<double> local, k.opt_float(k.arch_key("rope.freq_base_swa")));
     if (!local) {
@@ -312,6 +383,20 @@ Status read_tokenizer(const Keys& k, ModelConfig& cfg) {
   return Status::Ok();
 }
 
+// convert_hf_to_gguf writes MistralForCausalLM checkpoints as architecture "llama"; the model's own name
+// (general.basename, general.name, general.base_model.0.name, as convert_hf_to_gguf fills them from the
+// folder or the model card) is what still says Mistral. Returns the key that said so.
+std::optional<std::string> mistral_named(const Keys& k) {
+  for (const char* key : {"general.basename", "general.name", "general.base_model.0.name"}) {
+    const Result<std::optional<std::string>> v = k.opt_string(key);
+    if (!v.ok() || !v->has_value()) continue;
+    std::string lower = **v;
+    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+    if (lower.find("mistral") != std::string::npos) return std::string(key) + " '" + **v + "'";
+  }
+  return std::nullopt;
+}
+
 Result<ModelConfig> read_gguf_config(const GgufFile& g) {
   const GgufValue* arch_value = g.find("general.architecture");
   if (arch_value == nullptr) return error(StatusCode::kSchema, "metadata key 'general.architecture': missing");
@@ -320,7 +405,8 @@ Result<ModelConfig> read_gguf_config(const GgufFile& g) {
   const FamilyTraits* t = mcfg::family_by_gguf_arch(*arch);
   if (t == nullptr) {
     return unsupported("general.architecture '" + *arch +
-                       "' is not supported (supported: llama (also Mistral), qwen2, qwen3, gemma3, phi3)");
+                       "' is not supported (supported: llama (also Mistral, recorded as mistral when the model's name says so), "
+                       "qwen2, qwen3, gemma3, phi3)");
   }
   const Keys k(g, *arch);
   ModelConfig cfg;
@@ -331,6 +417,13 @@ Result<ModelConfig> read_gguf_config(const GgufFile& g) {
   RDRR_RETURN_IF_ERROR(read_rope(k, *t, cfg));
   RDRR_RETURN_IF_ERROR(read_norm_ffn_output(k, *t, cfg));
   RDRR_RETURN_IF_ERROR(read_tokenizer(k, cfg));
+  if (t->family == ArchFamily::kLlama) {
+    if (const std::optional<std::string> named = mistral_named(k)) {
+      cfg.family = "mistral";
+      cfg.architecture.family = ArchFamily::kMistral;
+      cfg.warnings.push_back("architecture llama recorded as family mistral (" + *named + ")");
+    }
+  }
   RDRR_RETURN_IF_ERROR(check_model_config(cfg));
   return cfg;
 }

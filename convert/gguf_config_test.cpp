@@ -3,11 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <nlohmann/json.hpp>
 
 #include "convert/model_config.h"
 #include "convert/reader_test_util.h"
+#include "rdrr/validate.h"
 
 namespace rdrr::convert {
 namespace {
@@ -75,6 +77,12 @@ class GgufConfig : public ::testing::Test {
     std::erase_if(spec_.kvs, [&](const auto& kv) { return kv.first == key; });
   }
   void add_tensor(const std::string& name) { spec_.tensors.push_back({name, {16}, 0, 64, std::nullopt}); }
+  void add_f32_tensor(const std::string& name, const std::vector<float>& values) {
+    std::string bytes(values.size() * 4, '\0');
+    std::memcpy(bytes.data(), values.data(), bytes.size());
+    spec_.tensors.push_back({name, {values.size()}, 0, bytes.size(), std::nullopt});
+    spec_.tensor_data[name] = bytes;
+  }
 
   Result<ModelConfig> read() {
     std::string name = "m";
@@ -280,9 +288,80 @@ TEST_F(GgufConfig, RopeScalingKeys) {
   set(k("rope.scaling.type"), gv_str("longrope"));
   set(k("rope.scaling.factor"), gv_f32(4.0f));
   EXPECT_ERROR(read(), StatusCode::kUnsupported, "'longrope' is not supported");
+}
+
+// Per-pair RoPE factor tensors: rope_freqs (a Llama 3.1/3.2 GGUF) and Phi-3's rope_factors_long/short.
+TEST_F(GgufConfig, RopeFactorTensors) {
+  // head_dim 256 / 8 = 32: 16 pairs.
+  std::vector<float> freqs(16);
+  for (size_t i = 0; i < freqs.size(); ++i) freqs[i] = 1.0f + 0.5f * static_cast<float>(i);
+  add_f32_tensor("rope_freqs.weight", freqs);
+  Result<ModelConfig> c = read();
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_EQ(c->inference.rope.scaling_type, RopeScalingType::kFreqFactors);
+  ASSERT_EQ(c->inference.rope.freq_factors.size(), 16u);
+  EXPECT_EQ(c->inference.rope.freq_factors[3], 2.5);
+  EXPECT_TRUE(validate_model_parameters(c->architecture, c->inference, c->tokenizer).ok());
+
+  set(k("rope.scaling.type"), gv_str("linear"));
+  set(k("rope.scaling.factor"), gv_f32(2.0f));
+  EXPECT_ERROR(read(), StatusCode::kUnsupported, "together with per-dimension RoPE factor tensors");
+
   use_arch("llama");
-  add_tensor("rope_freqs.weight");
-  EXPECT_ERROR(read(), StatusCode::kUnsupported, "rope_freqs.weight");
+  add_f32_tensor("rope_freqs.weight", std::vector<float>(8, 1.0f));
+  EXPECT_ERROR(read(), StatusCode::kValidation, "tensor rope_freqs.weight: shape [8], expected [16]");
+  use_arch("llama");
+  freqs[5] = 0.0f;
+  add_f32_tensor("rope_freqs.weight", freqs);
+  EXPECT_ERROR(read(), StatusCode::kValidation, "rope_freqs.weight: value 5");
+
+  use_arch("phi3");
+  std::vector<float> longs(16), shorts(16);
+  for (size_t i = 0; i < 16; ++i) {
+    longs[i] = 1.0f + static_cast<float>(i);
+    shorts[i] = 1.0f + 0.25f * static_cast<float>(i);
+  }
+  add_f32_tensor("rope_factors_long.weight", longs);
+  EXPECT_ERROR(read(), StatusCode::kSchema, "rope_factors_short.weight: missing");
+  add_f32_tensor("rope_factors_short.weight", shorts);
+  EXPECT_ERROR(read(), StatusCode::kSchema, "rope.scaling.original_context_length");
+  set(k("rope.scaling.original_context_length"), gv_u32(64));
+  c = read();  // context_length 512 / 64 = 8: attention factor from transformers' formula
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  const RopeConfig& r = c->inference.rope;
+  EXPECT_EQ(r.scaling_type, RopeScalingType::kLongRope);
+  EXPECT_EQ(r.original_max_positions, std::optional<uint64_t>(64));
+  EXPECT_DOUBLE_EQ(*r.attention_factor, std::sqrt(1.0 + std::log(8.0) / std::log(64.0)));
+  EXPECT_EQ(r.long_factors[2], 3.0);
+  EXPECT_EQ(r.short_factors[2], 1.5);
+  set(k("rope.scaling.attn_factor"), gv_f32(1.25f));
+  c = read();
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_EQ(c->inference.rope.attention_factor, std::optional<double>(1.25));
+  EXPECT_TRUE(validate_model_parameters(c->architecture, c->inference, c->tokenizer).ok());
+}
+
+// convert_hf_to_gguf writes Mistral as architecture llama; the model's name tells it apart.
+TEST_F(GgufConfig, MistralByItsName) {
+  Result<ModelConfig> c = read();
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_EQ(c->family, "llama");
+  set("general.name", gv_str("Llama 3.2 1B Instruct"));
+  c = read();
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_EQ(c->family, "llama");
+  set("general.basename", gv_str("Mistral-7B-Instruct-v0.3"));
+  c = read();
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_EQ(c->family, "mistral");
+  EXPECT_EQ(c->architecture.family, ArchFamily::kMistral);
+  EXPECT_TRUE(c->qk_rows_permuted);  // still written by the llama converter
+  EXPECT_TRUE(has_warning(*c, "recorded as family mistral (general.basename 'Mistral-7B-Instruct-v0.3')"));
+  use_arch("qwen2");  // only llama files are renamed
+  set("general.name", gv_str("mistral-like qwen"));
+  c = read();
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_EQ(c->family, "qwen2");
 }
 
 TEST_F(GgufConfig, TensorsDecideBiasAndTying) {

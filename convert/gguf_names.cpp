@@ -124,6 +124,11 @@ std::optional<std::string> map_name(std::string_view name, std::string_view arch
 
 }  // namespace
 
+bool is_gguf_rope_factor_tensor(std::string_view gguf_name) {
+  return gguf_name == "rope_freqs.weight" || gguf_name == "rope_factors_long.weight" ||
+         gguf_name == "rope_factors_short.weight";
+}
+
 std::optional<std::string> gguf_to_hf_name(std::string_view gguf_name, std::string_view arch) {
   return map_name(gguf_name, arch, true);
 }

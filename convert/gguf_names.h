@@ -12,6 +12,10 @@ namespace rdrr::convert {
 // Returns nullopt for names this mapping does not know (the caller reports them).
 std::optional<std::string> gguf_to_hf_name(std::string_view gguf_name, std::string_view arch);
 
+// rope_freqs.weight, rope_factors_long.weight, rope_factors_short.weight: per-pair RoPE factors, which
+// model_config_from_gguf reads into the manifest's inference.rope (not weights; gguf_to_hf_name knows none).
+bool is_gguf_rope_factor_tensor(std::string_view gguf_name);
+
 // The inverse of gguf_to_hf_name for the same architecture.
 std::optional<std::string> hf_to_gguf_name(std::string_view hf_name, std::string_view arch);
 

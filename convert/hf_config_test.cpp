@@ -131,7 +131,7 @@ TEST(HfConfig, BadRopeScalingType) {
   j["rope_scaling"] = {{"rope_type", "dynamic"}, {"factor", 2.0}};
   EXPECT_ERROR(read(j), StatusCode::kUnsupported, "'dynamic' is not supported");
   j["rope_scaling"] = {{"type", "longrope"}};
-  EXPECT_ERROR(read(j), StatusCode::kUnsupported, "'longrope'");
+  EXPECT_ERROR(read(j), StatusCode::kSchema, "field 'short_factor': missing");
   j["rope_scaling"] = {{"type", "linear"}, {"rope_type", "yarn"}, {"factor", 2.0}};
   EXPECT_ERROR(read(j), StatusCode::kSchema, "disagree");
   j["rope_scaling"] = {{"rope_type", "linear"}};
@@ -427,6 +427,39 @@ TEST(HfConfig, Phi3PartialRotaryAndWindow) {
   EXPECT_EQ(c->inference.attention.layer_types, std::vector<LayerType>(2, LayerType::kSlidingAttention));
   j["partial_rotary_factor"] = 0.7;  // 64 * 0.7 is not an even integer
   EXPECT_ERROR(read(j), StatusCode::kValidation, "partialRotaryFactor");
+}
+
+// Phi-3 LongRoPE (transformers 4 form: rope_scaling + config-level original_max_position_embeddings; "su" is
+// the old name): factor max / original, attention factor sqrt(1 + ln factor / ln original).
+TEST(HfConfig, Phi3LongRope) {
+  json j = llama();
+  j["architectures"] = {"Phi3ForCausalLM"};
+  j["model_type"] = "phi3";
+  j["max_position_embeddings"] = 131072;
+  j["original_max_position_embeddings"] = 4096;
+  std::vector<double> longs(16), shorts(16);
+  for (size_t i = 0; i < 16; ++i) {
+    longs[i] = 1.0 + static_cast<double>(i);
+    shorts[i] = 1.0 + 0.125 * static_cast<double>(i);
+  }
+  j["rope_scaling"] = {{"type", "su"}, {"long_factor", longs}, {"short_factor", shorts}};
+  Result<ModelConfig> c = read(j);
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  const RopeConfig& r = c->inference.rope;
+  EXPECT_EQ(r.scaling_type, RopeScalingType::kLongRope);
+  EXPECT_EQ(r.original_max_positions, std::optional<uint64_t>(4096));
+  EXPECT_EQ(r.long_factors, longs);
+  EXPECT_EQ(r.short_factors, shorts);
+  EXPECT_DOUBLE_EQ(*r.attention_factor, std::sqrt(1.0 + std::log(32.0) / std::log(4096.0)));
+  EXPECT_EQ(r.scaling_factor, std::nullopt);
+  j["rope_scaling"]["attention_factor"] = 1.5;  // explicit attention factor wins
+  c = read(j);
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_EQ(c->inference.rope.attention_factor, std::optional<double>(1.5));
+  j["rope_scaling"]["long_factor"] = std::vector<double>(15, 1.0);  // head_dim 32: 16 pairs
+  EXPECT_ERROR(read(j), StatusCode::kValidation, "ropeLongFactors: 15 entries, expected rotary dims / 2 = 16");
+  j["rope_scaling"]["long_factor"] = "x";
+  EXPECT_ERROR(read(j), StatusCode::kSchema, "long_factor");
 }
 
 TEST(HfConfig, UnsupportedFeatures) {

@@ -1,6 +1,8 @@
 // RoPE parameters of an HF config: transformers 5 `rope_parameters` (one dict, or one per layer type) and
 // transformers 4 `rope_theta` + `rope_scaling` (+ Gemma 3's `rope_local_base_freq`), resolved as
 // transformers 5 resolves them (modeling_rope_utils: standardize_rope_params and the _compute_* functions).
+#include <cmath>
+
 #include "convert/model_config_internal.h"
 
 namespace rdrr::convert::mcfg {
@@ -59,6 +61,27 @@ Status resolve_yarn(const JsonObject& p, uint64_t orig, const RopeDefaults& d, R
   return Status::Ok();
 }
 
+// LongRoPE (Phi-3) as transformers' _compute_longrope_parameters: short_factor / long_factor lists, the
+// factor given or max_position_embeddings / original, attention factor given or sqrt(1 + ln factor / ln orig)
+// (1 when factor <= 1). "su" is its old name.
+Status resolve_longrope(const JsonObject& p, uint64_t orig, const RopeDefaults& d, RopeConfig& r) {
+  RDRR_ASSIGN_OR_RETURN(r.short_factors, p.number_list("short_factor"));
+  RDRR_ASSIGN_OR_RETURN(r.long_factors, p.number_list("long_factor"));
+  if (r.short_factors.empty()) return p.missing("short_factor");
+  if (r.long_factors.empty()) return p.missing("long_factor");
+  if (orig == 0) return p.missing("original_max_position_embeddings");
+  RDRR_ASSIGN_OR_RETURN(std::optional<double> factor, p.opt_number("factor"));
+  if (!factor) factor = static_cast<double>(d.max_positions) / static_cast<double>(orig);
+  RDRR_ASSIGN_OR_RETURN(std::optional<double> attention, p.opt_number("attention_factor"));
+  if (!attention) {
+    attention = *factor <= 1.0 ? 1.0 : std::sqrt(1.0 + std::log(*factor) / std::log(static_cast<double>(orig)));
+  }
+  r.scaling_type = RopeScalingType::kLongRope;
+  r.original_max_positions = orig;
+  r.attention_factor = attention;
+  return Status::Ok();
+}
+
 // One parameter set (a rope_parameters dict, or rope_scaling with the config-level rope_theta).
 Status resolve_params(const JsonObject& p, const RopeDefaults& d, RopeConfig& r, std::vector<std::string>& warnings) {
   RDRR_ASSIGN_OR_RETURN(std::optional<double> theta, p.opt_number("rope_theta"));
@@ -89,9 +112,11 @@ Status resolve_params(const JsonObject& p, const RopeDefaults& d, RopeConfig& r,
     r.original_max_positions = orig;
   } else if (type == "yarn") {
     RDRR_RETURN_IF_ERROR(resolve_yarn(p, orig, d, r));
+  } else if (type == "longrope" || type == "su") {
+    RDRR_RETURN_IF_ERROR(resolve_longrope(p, orig, d, r));
   } else {
     return unsupported(p.field(rope_type ? "rope_type" : "type") + ": '" + type +
-                       "' is not supported (supported: default, linear, llama3, yarn)");
+                       "' is not supported (supported: default, linear, llama3, yarn, longrope)");
   }
   return Status::Ok();
 }

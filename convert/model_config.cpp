@@ -153,6 +153,18 @@ Result<std::optional<double>> JsonObject::opt_number(std::string_view key) const
   return std::optional<double>(v->get<double>());
 }
 
+Result<std::vector<double>> JsonObject::number_list(std::string_view key) const {
+  const nlohmann::json* v = find(key);
+  std::vector<double> out;
+  if (v == nullptr) return out;
+  if (!v->is_array()) return wrong_type(key, "a list of numbers");
+  for (const nlohmann::json& x : *v) {
+    if (!x.is_number()) return wrong_type(key, "a list of numbers");
+    out.push_back(x.get<double>());
+  }
+  return out;
+}
+
 Result<std::optional<bool>> JsonObject::opt_bool(std::string_view key) const {
   const nlohmann::json* v = find(key);
   if (v == nullptr) return std::optional<bool>();

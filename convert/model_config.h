@@ -4,7 +4,7 @@
 //
 // The values recorded are resolved (rdrr/SPEC.md 8.3): family defaults are applied here, never by the
 // runtime. Where a default that matters was applied (e.g. a Gemma 3 text_config without head_dim) a
-// warning says so. Anything the manifest cannot represent (an o_proj bias, longrope/dynamic RoPE, a
+// warning says so. Anything the manifest cannot represent (an o_proj bias, dynamic RoPE, a
 // non-tanh GELU, bidirectional attention, ...) is kUnsupported rather than approximated.
 //
 // HF (transformers 4 and 5 configs):
@@ -21,19 +21,21 @@
 //   RoPE        transformers-5 `rope_parameters` (flat, or per layer type {full_attention, sliding_attention})
 //               and transformers-4 `rope_theta` + `rope_scaling` (+ Gemma 3's `rope_local_base_freq`).
 //               Types: default, linear, llama3, yarn (yarn as transformers 5: the explicit factor, attention
-//               factor 0.1 ln(factor) + 1 or from mscale/mscale_all_dim, beta_fast 32 / beta_slow 1 by default).
+//               factor 0.1 ln(factor) + 1 or from mscale/mscale_all_dim, beta_fast 32 / beta_slow 1 by default),
+//               longrope / su (short_factor, long_factor; attention factor given or from max / original).
 //   layers      `layer_types` is authoritative; without it Gemma 3 uses (sliding_)sliding_window_pattern
 //               (default 6), Qwen2/3 slide layers >= max_window_layers when use_sliding_window, Mistral and
 //               Phi-3 slide every layer when sliding_window is set. Without an effective window every layer
 //               is full attention.
 //   unsupported attention_bias true outside Qwen2 (it also biases o_proj), mlp_bias, use_bidirectional_attention,
-//               activations other than silu/gelu-tanh, RoPE types dynamic/longrope/..., untruncated YaRN.
+//               activations other than silu/gelu-tanh, RoPE types dynamic/..., untruncated YaRN.
 //   tokenizer   ids from config.json, text_config and generation_config.json (bos/pad: the last of those
 //               that sets them; eos: the union in that order, deduplicated); addBos/addEos
 //               from tokenizer_config.json, else tokenizer.json's TemplateProcessing post-processor, else
 //               the family's default (Qwen: no BOS; others: BOS when a bos id exists).
 //
-// GGUF (llama.cpp metadata of llama, qwen2, qwen3, gemma3, phi3 files; Mistral GGUFs say "llama"):
+// GGUF (llama.cpp metadata of llama, qwen2, qwen3, gemma3, phi3 files; Mistral GGUFs say "llama" and are
+// recorded as family mistral when general.basename / general.name / general.base_model.0.name says Mistral):
 //   {arch}.block_count, embedding_length, feed_forward_length, attention.head_count(_kv), key_length,
 //   context_length, attention.layer_norm_rms_epsilon, rope.freq_base (default 10000, warned),
 //   rope.dimension_count (partial rotary), rope.scaling.*, attention.sliding_window,
@@ -47,7 +49,9 @@
 //   Gemma 3 attention scale as llama.cpp: head_dim (62-layer 27B: hidden / heads). Embedding scale:
 //   sqrt(hidden) rounded to f32 (what llama.cpp and an F32 HF checkpoint use).
 //   From tensors: tied = no output.weight; attentionBias = blk.0.attn_q.bias or attn_qkv.bias exists
-//   (attn_output.bias: kUnsupported); rope_freqs / rope_factors_* (llama3, longrope): kUnsupported.
+//   (attn_output.bias: kUnsupported); rope_freqs (llama3 scaling of Llama 3.1/3.2) -> freq_factors;
+//   rope_factors_long + rope_factors_short (Phi-3) -> longrope with rope.scaling.original_context_length and
+//   rope.scaling.attn_factor (absent: transformers' default); with another rope.scaling.type: kUnsupported.
 //   Sliding window: Gemma 3 per the pattern, Phi-3 every layer (as HF), ignored (warned) for llama/qwen.
 //   RoPE scaling: rope.scaling.type none/linear/yarn (+ rope.scale_linear), yarn with
 //   original_context_length and optional yarn_beta_fast/slow; a non-default attn_factor is kUnsupported.

@@ -72,6 +72,8 @@ class JsonObject {
   Result<uint64_t> req_uint(std::string_view key) const;
   Result<std::optional<uint64_t>> opt_uint(std::string_view key) const;
   Result<std::optional<double>> opt_number(std::string_view key) const;
+  // A list of numbers; absent/null: empty.
+  Result<std::vector<double>> number_list(std::string_view key) const;
   Result<std::optional<bool>> opt_bool(std::string_view key) const;
   Result<std::optional<std::string>> opt_string(std::string_view key) const;
   Result<std::optional<JsonObject>> opt_object(std::string_view key) const;

@@ -182,6 +182,40 @@ uint64_t planned_size_bytes(DType dtype, std::optional<Layout> layout, const std
   return quant::quantized_size_bytes(dtype, *layout, shape[0], shape[1]);
 }
 
+// Bits per weight of a dtype (block bytes * 8 / block values): Q4_K 4.5, Q6_K 6.5625, Q8_0 8.5, F16 16, F32 32.
+double bits_per_weight(DType d) {
+  return static_cast<double>(quant::block_bytes(d)) * 8.0 / static_cast<double>(quant::block_elems(d));
+}
+
+std::optional<std::pair<DType, std::string>> source_precision_choice(
+    const std::vector<quant::GgmlBlockType>& source_types) {
+  using G = quant::GgmlBlockType;
+  // Ranked by bits per weight: Q4_K 4.5 < Q6_K 6.5625 < Q8_0 8.5.
+  auto rank = [](DType d) { return d == DType::kQ4_K ? 0 : d == DType::kQ6_K ? 1 : 2; };
+  std::optional<DType> best;
+  std::string widened;  // the source types that have no rdrr kernel
+  for (G t : source_types) {
+    if (t == G::kF32 || t == G::kF16 || t == G::kBF16) continue;
+    DType d = DType::kQ8_0;
+    if (t == G::kQ4_K) {
+      d = DType::kQ4_K;
+    } else if (t == G::kQ6_K) {
+      d = DType::kQ6_K;
+    } else if (t != G::kQ8_0) {
+      if (widened.find(quant::ggml_block_type_name(t)) == std::string::npos) {
+        widened += (widened.empty() ? "" : "+") + std::string(quant::ggml_block_type_name(t));
+      }
+    }
+    if (!best || rank(d) > rank(*best)) best = d;
+  }
+  if (!best) return std::nullopt;
+  if (!widened.empty()) {
+    return std::pair{*best, "source " + widened + " has no rdrr kernel: widened to " +
+                                std::string(quant::dtype_name(*best)) + " (never narrowed)"};
+  }
+  return std::pair{*best, "source " + std::string(quant::dtype_name(*best)) + " kept (never narrowed)"};
+}
+
 Result<std::vector<PlanEntry>> plan_tensors(const std::vector<PlanInput>& inputs, const PlanOptions& options) {
   std::vector<PlanEntry> plan;
   plan.reserve(inputs.size());
@@ -198,6 +232,8 @@ Result<std::vector<PlanEntry>> plan_tensors(const std::vector<PlanInput>& inputs
       e.reason = "1-D tensors stay F32";
     } else {
       std::tie(e.dtype, e.reason) = preset_choice(e, options);
+      const auto kept = source_precision_choice(in.source_types);
+      if (kept && bits_per_weight(kept->first) > bits_per_weight(e.dtype)) std::tie(e.dtype, e.reason) = *kept;
     }
     for (const TensorTypeOverride& o : options.overrides) {
       if (!std::regex_match(in.name, o.regex)) continue;

@@ -7,7 +7,12 @@
 //   q4_k_m           : llama.cpp's Q4_K_M mixture: Q6_K for the output head (or a tied embedding, which
 //                      serves as the head), Q6_K for v_proj / qkv_proj / down_proj on the layers that
 //                      use_more_bits(i, n) picks, Q4_K for every other 2-D weight, F32 for 1-D tensors.
-// `--tensor-type REGEX=TYPE` overrides win over the preset (the first matching override applies).
+// A GGUF tensor stored block-quantized is never re-quantized to fewer bits per weight than its source: where the
+// preset's type has fewer, Q4_K, Q6_K and Q8_0 sources keep their type (bit-exact in row_wise; a fused tensor
+// of two such types takes the wider), and every other block type (Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q5_K: no
+// rdrr kernel) is widened to Q8_0 (8.5 bits per weight, more than each). So --quantize q4_k_m narrows only
+// float tensors; f32 / f16 / q8_0 still widen everything.
+// `--tensor-type REGEX=TYPE` overrides win over the preset and that rule (the first matching override applies).
 // Block-quantized tensors record a layout: Q4_K uses the requested --q4k-layout (padding explicit, never a
 // silent fallback to another type); Q6_K and Q8_0 are row_wise.
 #pragma once
@@ -20,6 +25,7 @@
 #include <vector>
 
 #include "quant/dtype.h"
+#include "quant/legacy_dequant.h"
 #include "quant/status.h"
 
 namespace rdrr::convert {
@@ -54,7 +60,12 @@ Result<TensorTypeOverride> parse_tensor_type_override(std::string_view spec);
 struct PlanInput {
   std::string name;             // canonical output name (after any fusion)
   std::vector<int64_t> shape;   // logical shape, HF order ([out, in] for matmuls)
+  std::vector<quant::GgmlBlockType> source_types = {};  // storage type of each source part (none: float)
 };
+
+// The type a block-quantized source keeps (see above) and why; nullopt for float sources.
+std::optional<std::pair<quant::DType, std::string>> source_precision_choice(
+    const std::vector<quant::GgmlBlockType>& source_types);
 
 struct PlanOptions {
   Preset preset = Preset::kQ4_K_M;

@@ -159,4 +159,39 @@ TEST(Plan, ClassifiesNamesAndLayers) {
 }
 
 }  // namespace
+// A block-quantized GGUF source is never narrowed: q4_k_m keeps Q6_K / Q8_0 sources and widens types without
+// an rdrr kernel to Q8_0; wider presets still widen; overrides win.
+TEST(Plan, GgufSourcesAreNeverNarrowed) {
+  using G = quant::GgmlBlockType;
+  const std::vector<PlanInput> in = {
+      {"model.layers.0.self_attn.q_proj.weight", {256, 256}, {G::kQ4_K}},
+      {"model.layers.0.self_attn.k_proj.weight", {64, 256}, {G::kQ6_K}},
+      {"model.layers.0.self_attn.o_proj.weight", {256, 256}, {G::kQ8_0}},
+      {"model.layers.0.mlp.down_proj.weight", {256, 192}, {G::kQ5_0}},
+      {"model.layers.0.mlp.gate_up_proj.weight", {1024, 256}, {G::kQ4_K, G::kQ6_K}},
+      {"model.layers.0.self_attn.v_proj.weight", {64, 256}, {G::kF16}},
+  };
+  PlanOptions o;
+  o.preset = Preset::kQ4_K;
+  o.n_layers = 1;
+  auto m = by_name(*plan_tensors(in, o));
+  EXPECT_EQ(m["model.layers.0.self_attn.q_proj.weight"].dtype, DType::kQ4_K);
+  EXPECT_EQ(m["model.layers.0.self_attn.k_proj.weight"].dtype, DType::kQ6_K);
+  EXPECT_EQ(m["model.layers.0.self_attn.k_proj.weight"].reason, "source Q6_K kept (never narrowed)");
+  EXPECT_EQ(m["model.layers.0.self_attn.o_proj.weight"].dtype, DType::kQ8_0);
+  EXPECT_EQ(m["model.layers.0.mlp.down_proj.weight"].dtype, DType::kQ8_0);
+  EXPECT_EQ(m["model.layers.0.mlp.down_proj.weight"].reason,
+            "source Q5_0 has no rdrr kernel: widened to Q8_0 (never narrowed)");
+  EXPECT_EQ(m["model.layers.0.mlp.down_proj.weight"].layout, std::optional<Layout>(Layout::kRowWise));
+  EXPECT_EQ(m["model.layers.0.mlp.gate_up_proj.weight"].dtype, DType::kQ6_K);
+  EXPECT_EQ(m["model.layers.0.self_attn.v_proj.weight"].dtype, DType::kQ4_K);  // a float source is quantized
+  o.preset = Preset::kF16;  // wider presets still widen every tensor
+  m = by_name(*plan_tensors(in, o));
+  for (const auto& [name, e] : m) EXPECT_EQ(e.dtype, DType::kF16) << name;
+  o.preset = Preset::kQ4_K;
+  o.overrides.push_back(*parse_tensor_type_override(".*k_proj.*=q4_k"));  // an override wins
+  m = by_name(*plan_tensors(in, o));
+  EXPECT_EQ(m["model.layers.0.self_attn.k_proj.weight"].dtype, DType::kQ4_K);
+}
+
 }  // namespace rdrr::convert

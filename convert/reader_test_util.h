@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -105,6 +106,7 @@ struct GgufSpec {
   uint32_t version = 3;
   std::vector<std::pair<std::string, std::string>> kvs;  // key -> encoded value
   std::vector<GgufTensorSpec> tensors;
+  std::map<std::string, std::string> tensor_data;  // name -> its bytes; others get a filler pattern
   uint64_t layout_alignment = 32;
   std::optional<uint64_t> n_tensors_override;
   std::optional<uint64_t> n_kv_override;
@@ -120,6 +122,7 @@ struct GgufSpec {
     }
     uint64_t next = 0;
     uint64_t data_end = 0;
+    std::vector<std::pair<uint64_t, const std::string*>> given;  // offset, bytes
     for (const auto& t : tensors) {
       put_str(out, t.name);
       put<uint32_t>(out, static_cast<uint32_t>(t.ne.size()));
@@ -127,6 +130,7 @@ struct GgufSpec {
       put<uint32_t>(out, t.type);
       const uint64_t off = t.offset.value_or(next);
       put<uint64_t>(out, off);
+      if (auto it = tensor_data.find(t.name); it != tensor_data.end()) given.emplace_back(off, &it->second);
       next = (off + t.size_bytes + layout_alignment - 1) / layout_alignment * layout_alignment;
       if (off <= (uint64_t{1} << 20)) data_end = std::max(data_end, off + t.size_bytes);  // hostile offsets: no data
     }
@@ -134,6 +138,7 @@ struct GgufSpec {
     const size_t data_start = out.size();
     out.resize(data_start + data_end, '\0');
     for (size_t i = data_start; i < out.size(); ++i) out[i] = static_cast<char>(i * 7 + 1);
+    for (const auto& [off, bytes] : given) out.replace(data_start + off, bytes->size(), *bytes);
     return out;
   }
 };

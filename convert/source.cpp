@@ -212,10 +212,13 @@ Status SourceModel::load_safetensors(const fs::path& folder, const SourceOptions
   for (const fs::path& p : read) {
     if (seen.insert(p.filename().string()).second) files_.push_back({p, p.filename().string()});
   }
+  std::map<std::string, size_t> skipped;  // first name component (vision_tower, multi_modal_projector) -> count
   for (const TensorView& v : safetensors_->tensors()) {
     const std::optional<std::string> name = normalize_hf_name(v.name);
     if (!name) {
-      warnings_.push_back("tensor " + v.name + ": not part of the text model, skipped");
+      std::string_view stem(v.name);
+      if (stem.rfind("model.", 0) == 0) stem.remove_prefix(6);
+      ++skipped[std::string(stem.substr(0, stem.find('.')))];
       continue;
     }
     if (ends_with(*name, "rotary_emb.inv_freq")) {
@@ -228,6 +231,15 @@ Status SourceModel::load_safetensors(const fs::path& folder, const SourceOptions
     }
     RDRR_ASSIGN_OR_RETURN(StoredMatrix sm, stored_matrix(v.name, block_type_of(v.dtype), v.shape, v.bytes));
     tensors_.push_back(single(*name, v.shape, std::move(sm)));
+  }
+  if (!skipped.empty()) {  // one line for every tensor outside the text model (a vision tower, its projector)
+    size_t total = 0;
+    std::string parts;
+    for (const auto& [stem, n] : skipped) {
+      total += n;
+      parts += (parts.empty() ? "" : ", ") + stem + ".* " + std::to_string(n);
+    }
+    warnings_.push_back("skipped " + std::to_string(total) + " tensors outside the text model (" + parts + ")");
   }
   if (config_.family == "gemma3") {  // the multiplier is rounded to the embedding's real dtype
     for (const SourceTensor& t : tensors_) {
@@ -253,10 +265,7 @@ Status SourceModel::load_gguf(const fs::path& file, const SourceOptions& options
   for (const GgufTensor& t : gguf_->tensors()) {
     const std::optional<std::string> hf = gguf_to_hf_name(t.name, arch);
     if (!hf) {
-      if (t.name == "rope_freqs.weight") {
-        warnings_.push_back("tensor rope_freqs.weight: RoPE frequencies are derived from the config, skipped");
-        continue;
-      }
+      if (is_gguf_rope_factor_tensor(t.name)) continue;  // read by model_config_from_gguf into inference.rope
       return error(StatusCode::kUnsupported, file.string() + ": tensor " + t.name +
                                                  ": not a known weight of GGUF architecture " + std::string(arch));
     }

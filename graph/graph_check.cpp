@@ -226,7 +226,7 @@ class Checker {
   }
 
   // A rope step rotates with the CPU frequency table exactly when the model's scaling needs it and the step is
-  // not local (kernels::rope_kernel): `rope` cannot apply llama3 / YaRN scaling, `rope_freqs` needs its table.
+  // not local (kernels::rope_kernel): `rope` applies only linear scaling, `rope_freqs` needs its table.
   Status check_rope_kernel(const StepRef& s, const OpInfo& op) const {
     const bool table = !op.has(kLocal) && rope_needs_freq_table(m_.inference.rope);
     const std::string_view want = kernels::rope_kernel(table);

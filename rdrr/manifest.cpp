@@ -40,10 +40,12 @@ constexpr NameTable<LayerType, 2> kLayerTypes{
     {{LayerType::kFullAttention, "full_attention"}, {LayerType::kSlidingAttention, "sliding_attention"}}};
 constexpr NameTable<NormType, 1> kNormTypes{{{NormType::kRmsNorm, "rmsnorm"}}};
 constexpr NameTable<Activation, 2> kActivations{{{Activation::kSilu, "silu"}, {Activation::kGeluTanh, "gelu_tanh"}}};
-constexpr NameTable<RopeScalingType, 4> kRopeScalingTypes{{{RopeScalingType::kNone, "none"},
+constexpr NameTable<RopeScalingType, 6> kRopeScalingTypes{{{RopeScalingType::kNone, "none"},
                                                            {RopeScalingType::kLinear, "linear"},
                                                            {RopeScalingType::kLlama3, "llama3"},
-                                                           {RopeScalingType::kYarn, "yarn"}}};
+                                                           {RopeScalingType::kYarn, "yarn"},
+                                                           {RopeScalingType::kLongRope, "longrope"},
+                                                           {RopeScalingType::kFreqFactors, "freq_factors"}}};
 constexpr NameTable<RopeConvention, 2> kRopeConventions{
     {{RopeConvention::kRotateHalf, "rotate_half"}, {RopeConvention::kInterleaved, "interleaved"}}};
 constexpr NameTable<TensorRole, 5> kTensorRoles{{{TensorRole::kEmbedding, "embedding"},
@@ -89,7 +91,7 @@ std::optional<KvDtype> kv_dtype_of(quant::DType storage) {
 }
 
 bool rope_needs_freq_table(const RopeConfig& rope) {
-  return rope.scaling_type == RopeScalingType::kLlama3 || rope.scaling_type == RopeScalingType::kYarn;
+  return rope.scaling_type != RopeScalingType::kNone && rope.scaling_type != RopeScalingType::kLinear;
 }
 
 std::string shape_to_string(std::span<const uint64_t> shape) {

@@ -50,7 +50,8 @@ enum class SourceFormat : uint8_t { kSafetensors, kGguf };                      
 enum class LayerType : uint8_t { kFullAttention, kSlidingAttention };     // "full_attention", "sliding_attention"
 enum class NormType : uint8_t { kRmsNorm };                               // "rmsnorm"
 enum class Activation : uint8_t { kSilu, kGeluTanh };                     // "silu", "gelu_tanh"
-enum class RopeScalingType : uint8_t { kNone, kLinear, kLlama3, kYarn };  // "none", "linear", "llama3", "yarn"
+// "none", "linear", "llama3", "yarn", "longrope", "freq_factors"
+enum class RopeScalingType : uint8_t { kNone, kLinear, kLlama3, kYarn, kLongRope, kFreqFactors };
 enum class RopeConvention : uint8_t { kRotateHalf, kInterleaved };        // "rotate_half", "interleaved"
 enum class TensorRole : uint8_t { kEmbedding, kLmHead, kNorm, kMatmul, kBias };  // "embedding", "lm_head", ...
 
@@ -173,16 +174,25 @@ struct RopeConfig {                   // json: inference.rope. Resolved values: 
   std::optional<double> scaling_factor;                     // json: ropeScalingFactor (linear, llama3, yarn)
   std::optional<double> low_freq_factor;                    // json: ropeLowFreqFactor (llama3)
   std::optional<double> high_freq_factor;                   // json: ropeHighFreqFactor (llama3)
-  std::optional<uint64_t> original_max_positions;           // json: ropeOriginalMaxPositions (llama3, yarn)
+  std::optional<uint64_t> original_max_positions;           // json: ropeOriginalMaxPositions (llama3, yarn, longrope)
   std::optional<double> yarn_beta_fast;                     // json: ropeYarnBetaFast (yarn)
   std::optional<double> yarn_beta_slow;                     // json: ropeYarnBetaSlow (yarn)
   std::optional<double> yarn_attention_factor;              // json: ropeYarnAttentionFactor (yarn)
+  // longrope (Phi-3): per-pair divisors of the frequencies, n_rot / 2 each; the long set rotates a forward
+  // pass whose last position + 1 exceeds ropeOriginalMaxPositions (transformers' dynamic rule), the short
+  // set every other; cos and sin are multiplied by ropeAttentionFactor.
+  std::vector<double> short_factors;                        // json: ropeShortFactors (longrope)
+  std::vector<double> long_factors;                         // json: ropeLongFactors (longrope)
+  std::optional<double> attention_factor;                   // json: ropeAttentionFactor (longrope)
+  // freq_factors (llama.cpp's rope_freqs tensor, e.g. a Llama 3.1 GGUF): inv_freq_i = theta^(-2i/n_rot) / f_i.
+  std::vector<double> freq_factors;                         // json: ropeFreqFactors (freq_factors)
   double partial_rotary_factor = 1.0;                       // json: partialRotaryFactor, (0, 1]
   RopeConvention convention = RopeConvention::kRotateHalf;  // json: ropeConvention
   bool operator==(const RopeConfig&) const = default;
 };
 
-// Whether the global rotary embedding needs the CPU frequency table (llama3 / YaRN scaling): the graph planner
+// Whether the global rotary embedding needs the CPU frequency table (llama3 / YaRN / longrope / freq_factors
+// scaling): the graph planner
 // then pins rope_freqs (kv_append_rope binds the table at run time), the runtime builds the table.
 bool rope_needs_freq_table(const RopeConfig& rope);
 

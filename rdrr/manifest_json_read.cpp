@@ -98,6 +98,20 @@ Status read_ffn(Object& inf, FfnConfig& f) {
   return o.finish();
 }
 
+// An optional array of numbers (absent: empty); its length is checked by validation.
+Status opt_doubles(Object& o, std::string_view key, std::vector<double>& out) {
+  out.clear();
+  const json* v = o.get(key);
+  if (v == nullptr) return Status::Ok();
+  const std::string path = o.child(key);
+  RDRR_RETURN_IF_ERROR(expect_array(*v, path, kMaxListEntries));
+  out.resize(v->size());
+  for (size_t i = 0; i < v->size(); ++i) {
+    RDRR_RETURN_IF_ERROR(json_fields::to_double((*v)[i], json_pointer_child(path, std::to_string(i)), out[i]));
+  }
+  return Status::Ok();
+}
+
 Status read_rope(Object& inf, RopeConfig& r) {
   RDRR_ASSIGN_OR_RETURN(Object o, open_child(inf, "rope"));
   RDRR_RETURN_IF_ERROR(o.req_double("ropeTheta", r.theta));
@@ -110,6 +124,10 @@ Status read_rope(Object& inf, RopeConfig& r) {
   RDRR_RETURN_IF_ERROR(o.opt_double("ropeYarnBetaFast", r.yarn_beta_fast));
   RDRR_RETURN_IF_ERROR(o.opt_double("ropeYarnBetaSlow", r.yarn_beta_slow));
   RDRR_RETURN_IF_ERROR(o.opt_double("ropeYarnAttentionFactor", r.yarn_attention_factor));
+  RDRR_RETURN_IF_ERROR(opt_doubles(o, "ropeShortFactors", r.short_factors));
+  RDRR_RETURN_IF_ERROR(opt_doubles(o, "ropeLongFactors", r.long_factors));
+  RDRR_RETURN_IF_ERROR(o.opt_double("ropeAttentionFactor", r.attention_factor));
+  RDRR_RETURN_IF_ERROR(opt_doubles(o, "ropeFreqFactors", r.freq_factors));
   RDRR_RETURN_IF_ERROR(o.req_double("partialRotaryFactor", r.partial_rotary_factor));
   RDRR_RETURN_IF_ERROR(o.req_enum("ropeConvention", parse_rope_convention, r.convention));
   return o.finish();

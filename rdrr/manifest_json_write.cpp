@@ -65,6 +65,10 @@ json rope_json(const RopeConfig& r) {
   put_opt(j, "ropeYarnBetaFast", r.yarn_beta_fast);
   put_opt(j, "ropeYarnBetaSlow", r.yarn_beta_slow);
   put_opt(j, "ropeYarnAttentionFactor", r.yarn_attention_factor);
+  if (!r.short_factors.empty()) j["ropeShortFactors"] = r.short_factors;
+  if (!r.long_factors.empty()) j["ropeLongFactors"] = r.long_factors;
+  put_opt(j, "ropeAttentionFactor", r.attention_factor);
+  if (!r.freq_factors.empty()) j["ropeFreqFactors"] = r.freq_factors;
   return j;
 }
 

@@ -145,6 +145,32 @@ TEST(ManifestJson, YarnRoundTrips) {
   EXPECT_TRUE(*parsed == m);
 }
 
+TEST(ManifestJson, LongRopeAndFreqFactorsRoundTrip) {
+  Manifest m = Tiny();
+  const size_t pairs = static_cast<size_t>(m.architecture.head_dim / 2);
+  RopeConfig& r = m.inference.rope;
+  r.scaling_type = RopeScalingType::kLongRope;
+  r.original_max_positions = 4096;
+  r.attention_factor = 1.1902380714238083;
+  for (size_t i = 0; i < pairs; ++i) {
+    r.short_factors.push_back(1.0 + 0.01 * static_cast<double>(i));
+    r.long_factors.push_back(1.0 + 1.7 * static_cast<double>(i));
+  }
+  ASSERT_TRUE(validate_manifest(m).ok()) << validate_manifest(m).to_string();
+  Result<Manifest> parsed = parse_manifest(serialize_manifest(m), "longrope.json");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().to_string();
+  EXPECT_TRUE(*parsed == m);
+
+  m = Tiny();
+  m.inference.rope.scaling_type = RopeScalingType::kFreqFactors;
+  for (size_t i = 0; i < pairs; ++i) m.inference.rope.freq_factors.push_back(i < pairs / 2 ? 1.0 : 8.0);
+  ASSERT_TRUE(validate_manifest(m).ok()) << validate_manifest(m).to_string();
+  parsed = parse_manifest(serialize_manifest(m), "freq_factors.json");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().to_string();
+  EXPECT_TRUE(*parsed == m);
+  EXPECT_TRUE(rope_needs_freq_table(m.inference.rope));
+}
+
 TEST(ManifestJson, SpecConstantsKeepTheirType) {
   const Result<Manifest> parsed = parse_manifest(serialize_manifest(Tiny()), "t.json");
   ASSERT_TRUE(parsed.ok());

@@ -80,11 +80,32 @@ Status validate_attention(const Architecture& arch, const AttentionConfig& a) {
   return Status::Ok();
 }
 
-// Which optional RoPE fields each scaling type requires; all others must be absent.
-Status validate_rope_scaling(const RopeConfig& r) {
+// A per-pair factor list of a scaling type: present exactly when the type needs it, n_rot / 2 finite
+// positive entries.
+Status validate_rope_factors(const char* name, const std::vector<double>& factors, bool required,
+                             const std::string& type, uint64_t pairs) {
+  const std::string field = std::string("inference.rope.") + name;
+  if (!required) {
+    if (!factors.empty()) return schema(field + ": not allowed when ropeScalingType is " + type);
+    return Status::Ok();
+  }
+  if (factors.empty()) return schema(field + ": required when ropeScalingType is " + type);
+  if (factors.size() != pairs) {
+    return invalid(field + ": " + std::to_string(factors.size()) + " entries, expected rotary dims / 2 = " +
+                   std::to_string(pairs));
+  }
+  for (size_t i = 0; i < factors.size(); ++i) {
+    RDRR_RETURN_IF_ERROR(check_positive(field + "/" + std::to_string(i), factors[i]));
+  }
+  return Status::Ok();
+}
+
+// Which optional RoPE fields each scaling type requires; all others must be absent. `pairs`: rotary dims / 2.
+Status validate_rope_scaling(const RopeConfig& r, uint64_t pairs) {
   const bool is_linear = r.scaling_type == RopeScalingType::kLinear;
   const bool is_llama3 = r.scaling_type == RopeScalingType::kLlama3;
   const bool is_yarn = r.scaling_type == RopeScalingType::kYarn;
+  const bool is_longrope = r.scaling_type == RopeScalingType::kLongRope;
   struct Field {
     const char* name;
     bool present;
@@ -96,11 +117,12 @@ Status validate_rope_scaling(const RopeConfig& r) {
        r.scaling_factor.value_or(1)},
       {"ropeLowFreqFactor", r.low_freq_factor.has_value(), is_llama3, r.low_freq_factor.value_or(1)},
       {"ropeHighFreqFactor", r.high_freq_factor.has_value(), is_llama3, r.high_freq_factor.value_or(1)},
-      {"ropeOriginalMaxPositions", r.original_max_positions.has_value(), is_llama3 || is_yarn,
+      {"ropeOriginalMaxPositions", r.original_max_positions.has_value(), is_llama3 || is_yarn || is_longrope,
        static_cast<double>(r.original_max_positions.value_or(1))},
       {"ropeYarnBetaFast", r.yarn_beta_fast.has_value(), is_yarn, r.yarn_beta_fast.value_or(1)},
       {"ropeYarnBetaSlow", r.yarn_beta_slow.has_value(), is_yarn, r.yarn_beta_slow.value_or(1)},
       {"ropeYarnAttentionFactor", r.yarn_attention_factor.has_value(), is_yarn, r.yarn_attention_factor.value_or(1)},
+      {"ropeAttentionFactor", r.attention_factor.has_value(), is_longrope, r.attention_factor.value_or(1)},
   };
   const std::string type = quote(rope_scaling_type_name(r.scaling_type));
   for (const Field& f : fields) {
@@ -109,6 +131,10 @@ Status validate_rope_scaling(const RopeConfig& r) {
     if (!f.required && f.present) return schema(name + ": not allowed when ropeScalingType is " + type);
     if (f.present) RDRR_RETURN_IF_ERROR(check_positive(name, f.value));
   }
+  RDRR_RETURN_IF_ERROR(validate_rope_factors("ropeShortFactors", r.short_factors, is_longrope, type, pairs));
+  RDRR_RETURN_IF_ERROR(validate_rope_factors("ropeLongFactors", r.long_factors, is_longrope, type, pairs));
+  RDRR_RETURN_IF_ERROR(validate_rope_factors("ropeFreqFactors", r.freq_factors,
+                                             r.scaling_type == RopeScalingType::kFreqFactors, type, pairs));
   if (is_llama3 && !(*r.high_freq_factor > *r.low_freq_factor)) {
     return invalid("inference.rope: ropeHighFreqFactor " + vutil::fmt_double(*r.high_freq_factor) +
                    " must be > ropeLowFreqFactor " + vutil::fmt_double(*r.low_freq_factor));
@@ -124,7 +150,6 @@ Status validate_rope(const Architecture& arch, const AttentionConfig& att, const
       return invalid("inference.rope.ropeLocalTheta: given but no layer is sliding_attention");
     }
   }
-  RDRR_RETURN_IF_ERROR(validate_rope_scaling(r));
   RDRR_RETURN_IF_ERROR(check_positive("inference.rope.partialRotaryFactor", r.partial_rotary_factor));
   const double rotary_dims = static_cast<double>(arch.head_dim) * r.partial_rotary_factor;
   if (r.partial_rotary_factor > 1 || rotary_dims != std::floor(rotary_dims) ||
@@ -133,7 +158,7 @@ Status validate_rope(const Architecture& arch, const AttentionConfig& att, const
                    " must be in (0, 1] and give an even number of rotary dims (headDim " +
                    std::to_string(arch.head_dim) + " * factor = " + vutil::fmt_double(rotary_dims) + ")");
   }
-  return Status::Ok();
+  return validate_rope_scaling(r, static_cast<uint64_t>(rotary_dims) / 2);
 }
 
 Status validate_inference(const Architecture& arch, const Inference& inf) {

@@ -141,6 +141,51 @@ TEST(Validate, Llama3HighFreqNotAboveLow) {
       },
       StatusCode::kValidation, "ropeHighFreqFactor 1 must be > ropeLowFreqFactor 4");
 }
+// LongRoPE / freq_factors lists: required by their type only, rotary dims / 2 finite positive entries.
+void set_longrope(Manifest& m) {
+  RopeConfig& r = m.inference.rope;
+  r.scaling_type = RopeScalingType::kLongRope;
+  r.original_max_positions = 64;
+  r.attention_factor = 1.2;
+  r.short_factors.assign(m.architecture.head_dim / 2, 1.0);
+  r.long_factors.assign(m.architecture.head_dim / 2, 4.0);
+}
+TEST(Validate, LongRopeFactorsMissing) {
+  ExpectRule(
+      [](Manifest& m) {
+        set_longrope(m);
+        m.inference.rope.long_factors.clear();
+      },
+      StatusCode::kSchema, "inference.rope.ropeLongFactors: required when ropeScalingType is \"longrope\"");
+}
+TEST(Validate, LongRopeAttentionFactorMissing) {
+  ExpectRule(
+      [](Manifest& m) {
+        set_longrope(m);
+        m.inference.rope.attention_factor.reset();
+      },
+      StatusCode::kSchema, "inference.rope.ropeAttentionFactor: required when ropeScalingType is \"longrope\"");
+}
+TEST(Validate, LongRopeFactorCountWrong) {
+  ExpectRule(
+      [](Manifest& m) {
+        set_longrope(m);
+        m.inference.rope.short_factors.push_back(1.0);
+      },
+      StatusCode::kValidation, "inference.rope.ropeShortFactors: ");
+}
+TEST(Validate, RopeFactorNotPositive) {
+  ExpectRule(
+      [](Manifest& m) {
+        set_longrope(m);
+        m.inference.rope.long_factors[1] = 0.0;
+      },
+      StatusCode::kValidation, "inference.rope.ropeLongFactors/1: must be > 0, got 0");
+}
+TEST(Validate, FreqFactorsForbiddenWithoutTheirType) {
+  ExpectRule([](Manifest& m) { m.inference.rope.freq_factors.assign(m.architecture.head_dim / 2, 1.0); },
+             StatusCode::kSchema, "inference.rope.ropeFreqFactors: not allowed when ropeScalingType is \"none\"");
+}
 TEST(Validate, PartialRotaryFactorGivesOddDims) {
   ExpectRule([](Manifest& m) { m.inference.rope.partial_rotary_factor = 0.3; }, StatusCode::kValidation,
              "partialRotaryFactor: 0.3 must be in (0, 1] and give an even number of rotary dims");

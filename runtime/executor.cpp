@@ -44,6 +44,8 @@ RopeScaling rope_scaling(const RopeConfig& r) {
     case rdrr::RopeScalingType::kLinear: s.type = RopeScalingType::kLinear; break;
     case rdrr::RopeScalingType::kLlama3: s.type = RopeScalingType::kLlama3; break;
     case rdrr::RopeScalingType::kYarn: s.type = RopeScalingType::kYarn; break;
+    case rdrr::RopeScalingType::kLongRope: s.type = RopeScalingType::kLongRope; break;
+    case rdrr::RopeScalingType::kFreqFactors: s.type = RopeScalingType::kFreqFactors; break;
   }
   s.factor = r.scaling_factor.value_or(1.0);
   s.original_max_position_embeddings = static_cast<uint32_t>(r.original_max_positions.value_or(0));
@@ -51,7 +53,10 @@ RopeScaling rope_scaling(const RopeConfig& r) {
   s.high_freq_factor = r.high_freq_factor.value_or(s.high_freq_factor);
   s.beta_fast = r.yarn_beta_fast.value_or(s.beta_fast);
   s.beta_slow = r.yarn_beta_slow.value_or(s.beta_slow);
-  s.attention_factor = r.yarn_attention_factor.value_or(0.0);
+  s.attention_factor = r.yarn_attention_factor.value_or(r.attention_factor.value_or(0.0));
+  s.short_factor = r.short_factors;
+  s.long_factor = r.long_factors;
+  s.freq_factors = r.freq_factors;
   return s;
 }
 
@@ -72,6 +77,11 @@ struct Executor::Impl {
   KvCache kv;
   Buffer act[graph::kActivationCount];
   Buffer ids, pos, pos_table, tokens, gemv_scratch, attn_scratch, sample_scratch, inv_freq;
+  Buffer inv_freq_long;  // LongRoPE's long-factor table (rotation(): passes ending past the original context)
+  RopeScaling rope;      // the manifest's scaling, as rope_frequencies takes it
+  // The last position of the prefill() / decode call being recorded: LongRoPE picks its table per call, as
+  // transformers does per forward pass (a prefill's chunks all use the table of its last position).
+  uint32_t call_last_position = 0;
   uint64_t pos_stride = 0;
   uint64_t token_stride = 0;
   uint32_t slot = 0;       // ring slot of the last sampled token (the next decode step's input)
@@ -140,11 +150,19 @@ Status Executor::Impl::allocate() {
   const RopeConfig& r = pack.manifest().inference.rope;
   n_rot = static_cast<uint32_t>(std::lround(double(d.head_dim) * r.partial_rotary_factor)) & ~1u;
   if (r.scaling_type == rdrr::RopeScalingType::kLinear) rope_freq_scale = float(1.0 / r.scaling_factor.value_or(1.0));
+  rope = rope_scaling(r);
   if (plan.needs_rope_table) {
-    RDRR_ASSIGN_OR_RETURN(RopeFrequencies f, rope_frequencies(rope_scaling(r), r.theta, n_rot, ctx));
+    // LongRoPE: the short table here (seq_len = the original context), the long one below.
+    const uint64_t seq_len = rope.type == RopeScalingType::kLongRope ? rope.original_max_position_embeddings : ctx;
+    RDRR_ASSIGN_OR_RETURN(RopeFrequencies f, rope_frequencies(rope, r.theta, n_rot, seq_len));
     rope_mscale = f.mscale;
     RDRR_ASSIGN_OR_RETURN(inv_freq, dev.allocate(f.inv_freq.size() * 4, "rope inv_freq"));
     RDRR_RETURN_IF_ERROR(dev.upload(inv_freq.range(), std::as_bytes(std::span(f.inv_freq))));
+    if (rope.type == RopeScalingType::kLongRope) {
+      RDRR_ASSIGN_OR_RETURN(RopeFrequencies l, rope_frequencies(rope, r.theta, n_rot, seq_len + 1));
+      RDRR_ASSIGN_OR_RETURN(inv_freq_long, dev.allocate(l.inv_freq.size() * 4, "rope inv_freq long"));
+      RDRR_RETURN_IF_ERROR(dev.upload(inv_freq_long.range(), std::as_bytes(std::span(l.inv_freq))));
+    }
   }
   return Status::Ok();
 }
@@ -299,7 +317,8 @@ Status Executor::Impl::record_step(const Step& s, uint32_t m, uint32_t p0, uint3
 }
 
 // The rotation of a rope_* / kv_append_rope* step: ropeLocalTheta, unscaled, on sliding-layer (local) steps; else
-// the CPU frequency table with its mscale (Step::freq_table), or ropeTheta with linear scaling's freq_scale.
+// the CPU frequency table with its mscale (Step::freq_table; LongRoPE's long table when the pass ends past the
+// original context), or ropeTheta with linear scaling's freq_scale.
 KvRope Executor::Impl::rotation(const Step& s, const BufferRange& pos_range) const {
   const RopeConfig& r = pack.manifest().inference.rope;
   KvRope rot;
@@ -309,7 +328,7 @@ KvRope Executor::Impl::rotation(const Step& s, const BufferRange& pos_range) con
   if (s.local()) {
     rot.theta_base = static_cast<float>(r.local_theta.value_or(r.theta));
   } else if (s.freq_table) {
-    rot.inv_freq = inv_freq.range();
+    rot.inv_freq = longrope_uses_long(rope, call_last_position) ? inv_freq_long.range() : inv_freq.range();
     rot.mscale = rope_mscale;
   } else {
     rot.theta_base = static_cast<float>(r.theta);
@@ -414,6 +433,7 @@ Result<PrefillResult> Executor::prefill(std::span<const uint32_t> tokens, Logits
   }
   PrefillResult out;
   const uint64_t vocab = im.plan.dims.vocab;
+  im.call_last_position = static_cast<uint32_t>(position_ + tokens.size() - 1);
   for (size_t at = 0; at < tokens.size(); at += im.batch) {
     const uint32_t m = static_cast<uint32_t>(std::min<size_t>(im.batch, tokens.size() - at));
     const bool last = at + m == tokens.size();
@@ -455,6 +475,7 @@ Result<PrefillResult> Executor::prefill(std::span<const uint32_t> tokens, Logits
 Status Executor::Impl::submit_decode(const SampleOptions& sample, uint32_t position, uint32_t slot_in) {
   const BufferRange p = pos_table.range().sub(uint64_t{position} * pos_stride, 4);
   sample_out = token_slot(slot_in + 1);
+  call_last_position = position;
   const Status st = record_pass(token_slot(slot_in), p, 1, position, true, 1, &sample);
   if (!st.ok()) {
     (void)rec->submit_and_wait();  // drop what was recorded

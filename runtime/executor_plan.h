@@ -51,7 +51,7 @@ struct Plan {
   quant::DType kv_dtype = quant::DType::kF16;
   std::shared_ptr<const std::set<std::string, std::less<>>> pinned;  // kernels map keys
   uint64_t gemv_scratch_bytes = 0;  // largest split-K scratch of the gemv steps
-  bool needs_rope_table = false;    // some step runs rope_freqs, or kv_append_rope with llama3 / YaRN scaling
+  bool needs_rope_table = false;    // some step runs rope_freqs, or kv_append_rope with a frequency-table scaling
 };
 
 // check_execution_graph (with digests), then maps every step to its op row, kernel, weight and buffers.

@@ -56,18 +56,25 @@ double yarn(const RopeScaling& s, double base, uint32_t n_rot, std::vector<doubl
   return yarn_mscale(s.factor, 1.0);
 }
 
+// inv_i /= factors_i (every factor finite and > 0, n_rot / 2 of them).
+Status divide(const std::vector<double>& factors, const char* name, std::vector<double>& inv) {
+  if (factors.size() != inv.size()) {
+    return invalid(std::string(name) + " has " + std::to_string(factors.size()) + " entries, expected n_rot / 2 = " +
+                   std::to_string(inv.size()));
+  }
+  for (size_t i = 0; i < inv.size(); ++i) {
+    if (!(factors[i] > 0.0) || !std::isfinite(factors[i])) {
+      return invalid(std::string(name) + " " + std::to_string(i) + " must be finite and > 0");
+    }
+    inv[i] /= factors[i];
+  }
+  return Status::Ok();
+}
+
 // HF _compute_longrope_parameters.
 Result<double> longrope(const RopeScaling& s, uint64_t seq_len, std::vector<double>& inv) {
   const bool use_long = seq_len > s.original_max_position_embeddings;
-  const std::vector<double>& ext = use_long ? s.long_factor : s.short_factor;
-  if (ext.size() != inv.size()) {
-    return invalid(std::string(use_long ? "long_factor" : "short_factor") + " has " + std::to_string(ext.size()) +
-                   " entries, expected n_rot / 2 = " + std::to_string(inv.size()));
-  }
-  for (size_t i = 0; i < inv.size(); ++i) {
-    if (!(ext[i] > 0.0)) return invalid("longrope factor " + std::to_string(i) + " must be > 0");
-    inv[i] /= ext[i];
-  }
+  RDRR_RETURN_IF_ERROR(divide(use_long ? s.long_factor : s.short_factor, use_long ? "long_factor" : "short_factor", inv));
   if (s.attention_factor > 0.0) return s.attention_factor;
   if (s.factor <= 1.0) return 1.0;
   return std::sqrt(1.0 + std::log(s.factor) / std::log(static_cast<double>(s.original_max_position_embeddings)));
@@ -76,7 +83,7 @@ Result<double> longrope(const RopeScaling& s, uint64_t seq_len, std::vector<doub
 Status check(const RopeScaling& s) {
   if (s.type == RopeScalingType::kNone) return Status::Ok();
   if (!(s.factor > 0.0) || !std::isfinite(s.factor)) return invalid("factor " + std::to_string(s.factor) + " must be > 0");
-  if (s.type == RopeScalingType::kLinear) return Status::Ok();
+  if (s.type == RopeScalingType::kLinear || s.type == RopeScalingType::kFreqFactors) return Status::Ok();
   if (s.original_max_position_embeddings == 0) return invalid("original_max_position_embeddings is 0");
   if (s.type == RopeScalingType::kLlama3 && !(s.low_freq_factor > 0.0 && s.low_freq_factor < s.high_freq_factor)) {
     return invalid("llama3 needs 0 < low_freq_factor < high_freq_factor (got " + std::to_string(s.low_freq_factor) +
@@ -108,6 +115,7 @@ Result<RopeFrequencies> rope_frequencies(const RopeScaling& s, double theta_base
       RDRR_ASSIGN_OR_RETURN(mscale, longrope(s, seq_len, inv));
       break;
     }
+    case RopeScalingType::kFreqFactors: RDRR_RETURN_IF_ERROR(divide(s.freq_factors, "freq_factors", inv)); break;
   }
   RopeFrequencies out;
   out.inv_freq.resize(inv.size());

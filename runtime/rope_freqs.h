@@ -16,6 +16,7 @@ enum class RopeScalingType : uint8_t {
   kLlama3,    // Llama 3.1: low / high frequency bands (factor, low_freq_factor, high_freq_factor, original_max)
   kYarn,      // YaRN: ramp between interpolation and extrapolation (factor, beta_fast, beta_slow, original_max)
   kLongRope,  // Phi-3 LongRoPE / su: per-dimension short / long factors
+  kFreqFactors,  // llama.cpp's rope_freqs: inv_freq_i / freq_factors[i] (a Llama 3.1 GGUF's llama3 scaling)
 };
 
 struct RopeScaling {
@@ -36,7 +37,15 @@ struct RopeScaling {
   // longrope: n_rot / 2 factors each; long_factor is used when seq_len > original_max_position_embeddings
   std::vector<double> short_factor;
   std::vector<double> long_factor;
+  // freq_factors: n_rot / 2 divisors
+  std::vector<double> freq_factors;
 };
+
+// LongRoPE's factor set for a forward pass whose last position is `last_position` (transformers'
+// longrope_frequency_update: long when last_position + 1 > original_max_position_embeddings).
+inline bool longrope_uses_long(const RopeScaling& s, uint64_t last_position) {
+  return s.type == RopeScalingType::kLongRope && last_position + 1 > s.original_max_position_embeddings;
+}
 
 struct RopeFrequencies {
   std::vector<float> inv_freq;  // n_rot / 2 entries

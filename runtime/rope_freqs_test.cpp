@@ -121,6 +121,44 @@ TEST(RopeFreqs, LongRopePicksFactorsBySequenceLength) {
   }
 }
 
+// llama.cpp's rope_freqs tensor (convert_hf_to_gguf's llama3 factors, stored as f32) divides the plain
+// frequencies; it reproduces transformers' llama3 scaling to the f32 rounding of the factors.
+TEST(RopeFreqs, FreqFactorsReproduceLlama3) {
+  RopeScaling l3;
+  l3.type = RopeScalingType::kLlama3;
+  l3.factor = 8.0;
+  l3.low_freq_factor = 1.0;
+  l3.high_freq_factor = 4.0;
+  l3.original_max_position_embeddings = 64;
+  RopeScaling ff;
+  ff.type = RopeScalingType::kFreqFactors;
+  for (double f : plain(500000.0, 64)) {
+    const double wavelen = 2.0 * std::numbers::pi / f, low = 64.0 / 1.0, high = 64.0 / 4.0;
+    double factor = 1.0;
+    if (wavelen > low) {
+      factor = 8.0;
+    } else if (wavelen >= high) {
+      const double smooth = (64.0 / wavelen - 1.0) / (4.0 - 1.0);
+      factor = 1.0 / ((1.0 - smooth) / 8.0 + smooth);
+    }
+    ff.freq_factors.push_back(static_cast<float>(factor));
+  }
+  auto a = rope_frequencies(l3, 500000.0, 64);
+  auto b = rope_frequencies(ff, 500000.0, 64);
+  ASSERT_TRUE(a.ok() && b.ok()) << b.status().to_string();
+  std::vector<double> want(a->inv_freq.begin(), a->inv_freq.end());
+  expect_close(b->inv_freq, want);
+  EXPECT_EQ(b->mscale, 1.0f);
+  size_t scaled = 0;
+  for (double f : ff.freq_factors) scaled += f != 1.0;
+  EXPECT_GT(scaled, 4u);  // the case exercises the scaled bands
+  ff.freq_factors[3] = -1.0;
+  EXPECT_NE(rope_frequencies(ff, 500000.0, 64).status().message().find("freq_factors 3 must be finite and > 0"),
+            std::string::npos);
+  ff.freq_factors.pop_back();
+  EXPECT_EQ(rope_frequencies(ff, 500000.0, 64).status().code(), StatusCode::kInvalidArgument);
+}
+
 TEST(RopeFreqs, ErrorsNameTheField) {
   RopeScaling s;
   s.type = RopeScalingType::kLlama3;

@@ -51,13 +51,15 @@ void rms_norm(Matrix& x, std::span<const float> weight, double eps, double offse
 }
 
 void apply_rope(Matrix& x, size_t head_dim, const RopeTables& rope, size_t first_pos) {
-  const size_t pairs = rope.inv_freq.size();
+  if (x.rows == 0) return;
+  const std::vector<double>& inv_freq = rope.table(first_pos + x.rows - 1);
+  const size_t pairs = inv_freq.size();
   for (size_t t = 0; t < x.rows; ++t) {
     std::span<double> row = x.row(t);
     const double pos = static_cast<double>(first_pos + t);
     for (size_t h = 0; h + head_dim <= row.size(); h += head_dim) {
       for (size_t i = 0; i < pairs; ++i) {
-        const double angle = pos * rope.inv_freq[i];
+        const double angle = pos * inv_freq[i];
         const double c = std::cos(angle) * rope.attention_factor;
         const double s = std::sin(angle) * rope.attention_factor;
         const size_t a = rope.interleaved ? h + 2 * i : h + i;

@@ -51,10 +51,18 @@ void rms_norm(Matrix& x, std::span<const float> weight, double eps, double offse
 struct RopeTables {
   std::vector<double> inv_freq;  // one per rotated pair
   bool interleaved = false;      // pairs (2i, 2i+1) instead of (i, i + rot/2)
-  double attention_factor = 1.0;  // cos/sin multiplier (YaRN)
+  double attention_factor = 1.0;  // cos/sin multiplier (YaRN, LongRoPE)
+  // LongRoPE: the long-factor table, used by a pass whose last position + 1 exceeds long_after (transformers'
+  // longrope_frequency_update); empty otherwise.
+  std::vector<double> inv_freq_long;
+  size_t long_after = 0;
+  const std::vector<double>& table(size_t last_position) const {
+    return !inv_freq_long.empty() && last_position + 1 > long_after ? inv_freq_long : inv_freq;
+  }
 };
 
 // Rotates the first 2 * inv_freq.size() elements of each head of each row; row t is at position first_pos + t.
+// The rows are one pass of one sequence: LongRoPE picks its table by the last row's position.
 void apply_rope(Matrix& x, size_t head_dim, const RopeTables& rope, size_t first_pos = 0);
 
 struct AttentionParams {

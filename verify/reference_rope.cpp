@@ -41,6 +41,29 @@ void apply_yarn(const rdrr::RopeConfig& r, double base, size_t dim, std::vector<
   }
 }
 
+// inv_freq_i /= factors_i: LongRoPE's short / long factors and llama.cpp's rope_freqs (transformers'
+// _compute_longrope_parameters: inv_freq = 1 / (factors * base^(2i / dim))).
+Status divide(const std::vector<double>& factors, const char* field, std::vector<double>& inv_freq) {
+  if (factors.size() != inv_freq.size()) {
+    return error(StatusCode::kValidation, std::string("rope: ") + field + " has " + std::to_string(factors.size()) +
+                                              " entries, expected " + std::to_string(inv_freq.size()));
+  }
+  for (size_t i = 0; i < factors.size(); ++i) inv_freq[i] /= factors[i];
+  return Status::Ok();
+}
+
+Result<RopeTables> longrope_tables(const rdrr::RopeConfig& rope, RopeTables t) {
+  if (!rope.original_max_positions || !rope.attention_factor) {
+    return error(StatusCode::kValidation, "rope: longrope needs ropeOriginalMaxPositions and ropeAttentionFactor");
+  }
+  t.inv_freq_long = t.inv_freq;
+  RDRR_RETURN_IF_ERROR(divide(rope.short_factors, "ropeShortFactors", t.inv_freq));
+  RDRR_RETURN_IF_ERROR(divide(rope.long_factors, "ropeLongFactors", t.inv_freq_long));
+  t.long_after = static_cast<size_t>(*rope.original_max_positions);
+  t.attention_factor = *rope.attention_factor;
+  return t;
+}
+
 }  // namespace
 
 Result<RopeTables> make_rope_tables(const rdrr::RopeConfig& rope, uint64_t head_dim, rdrr::LayerType layer_type) {
@@ -57,6 +80,11 @@ Result<RopeTables> make_rope_tables(const rdrr::RopeConfig& rope, uint64_t head_
     t.inv_freq.push_back(1.0 / std::pow(base, static_cast<double>(2 * i) / static_cast<double>(rot_dim)));
   }
   if (local || rope.scaling_type == rdrr::RopeScalingType::kNone) return t;
+  if (rope.scaling_type == rdrr::RopeScalingType::kLongRope) return longrope_tables(rope, std::move(t));
+  if (rope.scaling_type == rdrr::RopeScalingType::kFreqFactors) {
+    RDRR_RETURN_IF_ERROR(divide(rope.freq_factors, "ropeFreqFactors", t.inv_freq));
+    return t;
+  }
   if (!rope.scaling_factor) return error(StatusCode::kValidation, "rope: scaling without ropeScalingFactor");
   switch (rope.scaling_type) {
     case rdrr::RopeScalingType::kLinear:
@@ -74,6 +102,8 @@ Result<RopeTables> make_rope_tables(const rdrr::RopeConfig& rope, uint64_t head_
       t.attention_factor = rope.yarn_attention_factor.value_or(0.1 * std::log(*rope.scaling_factor) + 1.0);
       break;
     case rdrr::RopeScalingType::kNone:
+    case rdrr::RopeScalingType::kLongRope:
+    case rdrr::RopeScalingType::kFreqFactors:
       break;
   }
   return t;

@@ -1,4 +1,5 @@
-// RoPE inverse frequencies as transformers computes them (default, linear, llama3, yarn), per layer.
+// RoPE inverse frequencies as transformers computes them (default, linear, llama3, yarn, longrope; llama.cpp's
+// freq_factors), per layer.
 #pragma once
 
 #include "quant/status.h"
