@@ -104,7 +104,7 @@ struct Planned {
 Result<Planned> plan_and_place(const SourceModel& src, const ConvertOptions& o) {
   PlanOptions po;
   po.preset = o.preset;
-  po.q4k_layout = o.q4k_layout;
+  po.q4k_layout = o.q4k_layout.value_or(quant::Layout::kColumnWise);
   po.n_layers = static_cast<int>(src.config().architecture.num_layers);
   po.tied_embeddings = src.config().tied_embeddings;
   for (const std::string& spec : o.tensor_types) {
@@ -199,9 +199,12 @@ Result<uint64_t> add_goldens(PackWriter& pack, Manifest& manifest, const Convert
   return bytes;
 }
 
-Result<ConvertReport> convert_in_arena(const ConvertOptions& o, int threads, Clock::time_point start) {
+Result<ConvertReport> convert_in_arena(ConvertOptions o, int threads, Clock::time_point start) {
   const bool fuse = o.fuse_gate_up.value_or(preset_is_quantized(o.preset));
   RDRR_ASSIGN_OR_RETURN(SourceModel src, SourceModel::open(o.src, {.fuse_gate_up = fuse}));
+  if (!o.q4k_layout) {
+    o.q4k_layout = src.format() == SourceFormat::kGguf ? quant::Layout::kRowWise : quant::Layout::kColumnWise;
+  }
   RDRR_ASSIGN_OR_RETURN(Planned planned, plan_and_place(src, o));
   ConvertReport report = base_report(o, src, planned, threads);
   RDRR_RETURN_IF_ERROR(preflight_execution_graph(src.config(), planned.jobs, o.kv_dtype));

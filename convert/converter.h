@@ -99,7 +99,9 @@ struct ConvertOptions {
   std::filesystem::path src;  // HF folder or .gguf file
   std::filesystem::path out;  // pack directory to create
   Preset preset = Preset::kQ4_K_M;
-  quant::Layout q4k_layout = quant::Layout::kColumnWise;
+  // Unset: row_wise for a GGUF source (its Q4_K blocks pass through bit-exactly; column_wise would re-encode
+  // them), column_wise otherwise.
+  std::optional<quant::Layout> q4k_layout;
   KvDtype kv_dtype = KvDtype::kF16;  // KV cache precision of the execution graph
   std::optional<bool> fuse_gate_up;            // default: preset_is_quantized(preset)
   std::vector<std::string> tensor_types;       // "REGEX=TYPE" overrides, first match wins

@@ -17,6 +17,8 @@ constexpr uint64_t kGemmaSwaPeriod = 6;              // llama.cpp: set_swa_patte
 constexpr double kGemmaDefaultLocalTheta = 10000.0;  // llama.cpp: rope_freq_base_train_swa for Gemma 3
 constexpr double kDefaultRopeTheta = 10000.0;        // llama.cpp: rope_freq_base_train default
 constexpr uint64_t kGemma27bLayers = 62;             // llama.cpp: LLM_TYPE_27B scales by hidden / heads
+constexpr uint64_t kGemma2_27bLayers = 46;           // the same for Gemma 2 27B
+constexpr uint64_t kGemma2SwaPeriod = 2;             // llama.cpp: set_swa_pattern(2) for Gemma 2 (even layers)
 
 Status unsupported(std::string msg) { return error(StatusCode::kUnsupported, std::move(msg)); }
 Status invalid(std::string msg) { return error(StatusCode::kValidation, std::move(msg)); }
@@ -151,7 +153,9 @@ Status read_attention(const Keys& k, const FamilyTraits& t, ModelConfig& cfg) {
   att.layer_types.assign(n, LayerType::kFullAttention);
   RDRR_ASSIGN_OR_RETURN(std::optional<uint64_t> window, k.opt_uint(k.arch_key("attention.sliding_window")));
   if (window && *window == 0) window.reset();
-  if (window && t.gemma) {
+  if (window && t.family == ArchFamily::kGemma2) {
+    for (uint32_t i = 0; i < n; i += kGemma2SwaPeriod) att.layer_types[i] = LayerType::kSlidingAttention;
+  } else if (window && t.gemma) {
     const std::string key = k.arch_key("attention.sliding_window_pattern");
     const GgufValue* pattern = k.file().find(key);
     const auto* list = pattern ? std::get_if<GgufArray>(&pattern->data) : nullptr;
@@ -193,10 +197,11 @@ Status read_attention(const Keys& k, const FamilyTraits& t, ModelConfig& cfg) {
   }
   att.attention_bias = g.find_tensor("blk.0.attn_q.bias") != nullptr || g.find_tensor("blk.0.attn_qkv.bias") != nullptr;
   att.query_key_norm = t.query_key_norm;
-  if (t.gemma) {  // llama.cpp's Gemma 3 attention scale
+  if (t.gemma) {  // llama.cpp's Gemma 2 / 3 attention scale
     const Architecture& a = cfg.architecture;
-    att.query_pre_attn_scalar = static_cast<double>(
-        a.num_layers == kGemma27bLayers ? a.hidden_size / a.num_attention_heads : a.head_dim);
+    const uint64_t big = t.family == ArchFamily::kGemma2 ? kGemma2_27bLayers : kGemma27bLayers;
+    att.query_pre_attn_scalar =
+        static_cast<double>(a.num_layers == big ? a.hidden_size / a.num_attention_heads : a.head_dim);
     RDRR_ASSIGN_OR_RETURN(att.attn_logit_softcapping, k.opt_float(k.arch_key("attn_logit_softcapping")));
   }
   return Status::Ok();
@@ -328,7 +333,7 @@ Status read_rope(const Keys& k, const FamilyTraits& t, ModelConfig& cfg) {
   r.partial_rotary_factor = dims && head_dim > 0 ? static_cast<double>(*dims) / static_cast<double>(head_dim) : 1.0;
   r.convention = RopeConvention::kRotateHalf;  // llama/mistral: the converter undoes the q/k row permutation
   RDRR_RETURN_IF_ERROR(read_rope_factors(k, cfg, dims.value_or(head_dim) / 2, r));
-  if (t.gemma && cfg.inference.attention.sliding_window) {
+  if (t.family == ArchFamily::kGemma3 && cfg.inference.attention.sliding_window) {
     RDRR_ASSIGN_OR_RETURN(std::optional<double> local, k.opt_float(k.arch_key("rope.freq_base_swa")));
     if (!local) {
       cfg.warnings.push_back(k.arch_key("rope.freq_base_swa") + ": absent, using llama.cpp's Gemma 3 default " +
@@ -406,7 +411,7 @@ Result<ModelConfig> read_gguf_config(const GgufFile& g) {
   if (t == nullptr) {
     return unsupported("general.architecture '" + *arch +
                        "' is not supported (supported: llama (also Mistral, recorded as mistral when the model's name says so), "
-                       "qwen2, qwen3, gemma3, phi3)");
+                       "qwen2, qwen3, gemma2, gemma3, phi3)");
   }
   const Keys k(g, *arch);
   ModelConfig cfg;

@@ -204,6 +204,30 @@ TEST_F(GgufConfig, PerLayerHeadCounts) {
   EXPECT_ERROR(read(), StatusCode::kUnsupported, "value_length");
 }
 
+// Gemma 2 GGUF: llama.cpp slides the even layers, scales attention by head_dim, reads both soft-caps.
+TEST_F(GgufConfig, Gemma2EvenLayersSlide) {
+  use_arch("gemma2");
+  set(k("block_count"), gv_u32(4));
+  set(k("attention.head_count"), gv_u32(4));
+  set(k("attention.head_count_kv"), gv_u32(2));
+  set(k("attention.key_length"), gv_u32(64));
+  set(k("attention.sliding_window"), gv_u32(4096));
+  set(k("attn_logit_softcapping"), gv_f32(50.0f));
+  set(k("final_logit_softcapping"), gv_f32(30.0f));
+  Result<ModelConfig> c = read();
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_EQ(c->family, "gemma2");
+  const std::vector<LayerType> alternate = {LayerType::kSlidingAttention, LayerType::kFullAttention,
+                                            LayerType::kSlidingAttention, LayerType::kFullAttention};
+  EXPECT_EQ(c->inference.attention.layer_types, alternate);
+  EXPECT_EQ(c->inference.attention.query_pre_attn_scalar, std::optional<double>(64.0));
+  EXPECT_EQ(c->inference.attention.attn_logit_softcapping, std::optional<double>(50.0));
+  EXPECT_EQ(c->inference.output.final_logit_softcapping, std::optional<double>(30.0));
+  EXPECT_EQ(c->inference.rope.local_theta, std::nullopt);
+  EXPECT_FALSE(c->inference.attention.query_key_norm);
+  EXPECT_TRUE(c->norm_weights_include_offset);
+}
+
 TEST_F(GgufConfig, Gemma3DefaultPatternAndLocalTheta) {
   use_arch("gemma3");
   set(k("block_count"), gv_u32(8));

@@ -40,7 +40,7 @@ constexpr std::array<NamePair, 12> kLayerCommon = {{
     {"ffn_up", M::kUpProj},
 }};
 
-// Gemma 3 has four norms per layer; its ffn_norm is the pre-feedforward norm.
+// Gemma 2 and 3 have four norms per layer; their ffn_norm is the pre-feedforward norm.
 constexpr std::array<NamePair, 3> kLayerGemma3 = {{
     {"post_attention_norm", M::kPostAttentionNorm},
     {"ffn_norm", M::kPreFeedforwardNorm},
@@ -83,7 +83,7 @@ std::optional<NamePair> map_layer_stem(std::string_view key, std::string_view ar
     }
     return std::nullopt;
   };
-  if (arch == "gemma3") {
+  if (arch == "gemma3" || arch == "gemma2") {
     if (auto m = search(kLayerGemma3)) return m;
   }
   if (arch == "phi3") {

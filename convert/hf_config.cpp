@@ -22,7 +22,14 @@ constexpr uint64_t kGemmaDefaultVocab = 262208;
 constexpr uint64_t kGemmaDefaultMaxPositions = 131072;
 constexpr double kGemmaDefaultQueryPreAttnScalar = 256;
 constexpr uint64_t kGemmaDefaultSlidingPattern = 6;
-constexpr uint64_t kGemmaDefaultSlidingWindow = 4096;
+constexpr uint64_t kGemmaDefaultSlidingWindow = 4096;  // Gemma3TextConfig and Gemma2Config
+constexpr uint64_t kGemma2SlidingPattern = 2;          // Gemma2Config: even layers slide
+constexpr double kGemma2DefaultAttnSoftcap = 50.0;     // Gemma2Config attn_logit_softcapping
+constexpr double kGemma2DefaultFinalSoftcap = 30.0;    // Gemma2Config final_logit_softcapping
+
+// Gemma 3's text config relies on Gemma3TextConfig's defaults for fields real checkpoints omit; Gemma 2's
+// configs carry them, so its missing fields stay errors.
+bool gemma3(const FamilyTraits& t) { return t.family == ArchFamily::kGemma3; }
 constexpr uint64_t kQwenDefaultMaxWindowLayers = 28;  // Qwen2Config / Qwen3Config
 
 Status unsupported(std::string msg) { return error(StatusCode::kUnsupported, std::move(msg)); }
@@ -79,7 +86,7 @@ Result<uint64_t> uint_or_gemma_default(const JsonObject& obj, std::string_view k
                                        uint64_t gemma_default, ModelConfig& cfg) {
   RDRR_ASSIGN_OR_RETURN(std::optional<uint64_t> v, obj.opt_uint(key));
   if (v) return *v;
-  if (!t.gemma) return obj.missing(key);
+  if (!gemma3(t)) return obj.missing(key);
   cfg.warnings.push_back(obj.field(key) + ": absent, using the transformers default " + std::to_string(gemma_default));
   return gemma_default;
 }
@@ -95,7 +102,7 @@ Status read_architecture(const JsonObject& obj, const FamilyTraits& t, ModelConf
   RDRR_ASSIGN_OR_RETURN(a.max_seq_len,
                         uint_or_gemma_default(obj, "max_position_embeddings", t, kGemmaDefaultMaxPositions, cfg));
   RDRR_ASSIGN_OR_RETURN(std::optional<uint64_t> kv, obj.opt_uint("num_key_value_heads"));
-  if (!kv && t.gemma) {
+  if (!kv && gemma3(t)) {
     cfg.warnings.push_back(obj.field("num_key_value_heads") + ": absent, using the transformers default " +
                            std::to_string(kGemmaDefaultKvHeads));
     kv = kGemmaDefaultKvHeads;
@@ -114,7 +121,7 @@ Status read_architecture(const JsonObject& obj, const FamilyTraits& t, ModelConf
   RDRR_ASSIGN_OR_RETURN(std::optional<uint64_t> head_dim, obj.opt_uint("head_dim"));
   if (head_dim) {
     a.head_dim = *head_dim;
-  } else if (t.gemma) {
+  } else if (gemma3(t)) {
     cfg.warnings.push_back(obj.field("head_dim") + ": absent, using the transformers default " +
                            std::to_string(kGemmaDefaultHeadDim));
     a.head_dim = kGemmaDefaultHeadDim;
@@ -187,6 +194,8 @@ Status read_layers(const JsonObject& obj, const FamilyTraits& t, ModelConfig& cf
       cfg.warnings.push_back(obj.field(period_key) + " (" + std::to_string(*period) +
                              ") ignored: it disagrees with layer_types, which is authoritative");
     }
+  } else if (t.family == ArchFamily::kGemma2) {
+    types = layers_from_period(n, kGemma2SlidingPattern);  // Gemma2Config's layer_types default
   } else if (t.gemma) {
     if (period && *period == 0) return invalid(obj.field(period_key) + ": must be > 0");
     if (!period) {
@@ -244,6 +253,11 @@ Status read_attention_extras(const JsonObject& obj, const FamilyTraits& t, Model
                              mcfg::fmt_double(kGemmaDefaultQueryPreAttnScalar));
     }
     att.query_pre_attn_scalar = scalar.value_or(kGemmaDefaultQueryPreAttnScalar);
+    if (t.family == ArchFamily::kGemma2 && !obj.json().contains("attn_logit_softcapping")) {
+      cfg.warnings.push_back(obj.field("attn_logit_softcapping") + ": absent, using the transformers default " +
+                             mcfg::fmt_double(kGemma2DefaultAttnSoftcap));
+      softcap = kGemma2DefaultAttnSoftcap;
+    }
     att.attn_logit_softcapping = softcap;
   } else {
     if (scalar) cfg.warnings.push_back(obj.field("query_pre_attn_scalar") + ": ignored by this architecture");
@@ -308,6 +322,11 @@ Status read_norm_ffn_output(const JsonObject& obj, const JsonObject& root, const
   out.tie_word_embeddings = cfg.tied_embeddings;
   RDRR_ASSIGN_OR_RETURN(std::optional<double> final_softcap, obj.opt_number("final_logit_softcapping"));
   if (t.gemma) {
+    if (t.family == ArchFamily::kGemma2 && !obj.json().contains("final_logit_softcapping")) {
+      cfg.warnings.push_back(obj.field("final_logit_softcapping") + ": absent, using the transformers default " +
+                             mcfg::fmt_double(kGemma2DefaultFinalSoftcap));
+      final_softcap = kGemma2DefaultFinalSoftcap;
+    }
     out.final_logit_softcapping = final_softcap;
     RDRR_ASSIGN_OR_RETURN(quant::DType dtype, checkpoint_dtype(obj, root, cfg));
     out.embedding_scale = hf_embedding_scale(cfg.architecture.hidden_size, dtype);

@@ -256,6 +256,38 @@ TEST(HfConfig, GemmaTransformers4Style) {
   EXPECT_TRUE(c->tied_embeddings);  // Gemma's default
 }
 
+// Gemma 2: Gemma norms and embeddings, no q/k norm, one RoPE for every layer, Gemma2Config's defaults for the
+// soft-caps and the alternating layers; the fields Gemma 3 defaults stay required.
+TEST(HfConfig, Gemma2) {
+  json j = gemma3();
+  j["architectures"] = {"Gemma2ForCausalLM"};
+  j["model_type"] = "gemma2";
+  j.erase("layer_types");
+  j.erase("rope_parameters");
+  j["rope_theta"] = 10000.0;
+  j["num_hidden_layers"] = 4;
+  j["sliding_window"] = 4096;
+  Result<ModelConfig> c = read(j);
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_EQ(c->family, "gemma2");
+  const std::vector<LayerType> alternate = {LayerType::kSlidingAttention, LayerType::kFullAttention,
+                                            LayerType::kSlidingAttention, LayerType::kFullAttention};
+  EXPECT_EQ(c->inference.attention.layer_types, alternate);
+  EXPECT_EQ(c->inference.attention.attn_logit_softcapping, std::optional<double>(50.0));
+  EXPECT_EQ(c->inference.output.final_logit_softcapping, std::optional<double>(30.0));
+  EXPECT_FALSE(c->inference.attention.query_key_norm);
+  EXPECT_EQ(c->inference.rope.local_theta, std::nullopt);
+  EXPECT_EQ(c->inference.normalization.weight_offset, 1.0);
+  EXPECT_TRUE(c->inference.normalization.post_feedforward_norm);
+  EXPECT_EQ(c->inference.output.embedding_scale, 16.0);
+  j["attn_logit_softcapping"] = nullptr;  // given as null: no soft-capping
+  c = read(j);
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_EQ(c->inference.attention.attn_logit_softcapping, std::nullopt);
+  j.erase("vocab_size");
+  EXPECT_ERROR(read(j), StatusCode::kSchema, "field 'vocab_size': missing");
+}
+
 TEST(HfConfig, GemmaSlidingWindowDefaultAndNull) {
   json j = gemma3();
   j.erase("sliding_window");

@@ -149,7 +149,7 @@ Status read_per_layer(const JsonObject& obj, const JsonObject& params, const Fam
   RDRR_RETURN_IF_ERROR(resolve_params(full ? *full : JsonObject(empty, params.where()), d, r, cfg.warnings));
   if (!any_sliding) return Status::Ok();
   if (!sliding) {
-    if (!t.gemma) return Status::Ok();  // sliding layers use the single RoPE
+    if (t.family != ArchFamily::kGemma3) return Status::Ok();  // sliding layers use the single RoPE
     RDRR_ASSIGN_OR_RETURN(std::optional<double> local, obj.opt_number("rope_local_base_freq"));
     if (!local) {
       cfg.warnings.push_back(params.field("sliding_attention") + ": absent, local RoPE theta " +
@@ -159,10 +159,11 @@ Status read_per_layer(const JsonObject& obj, const JsonObject& params, const Fam
     return Status::Ok();
   }
   RopeDefaults sliding_defaults = d;
-  if (t.gemma) sliding_defaults.top_theta = kGemmaDefaultLocalTheta;
+  const bool gemma3 = t.family == ArchFamily::kGemma3;
+  if (gemma3) sliding_defaults.top_theta = kGemmaDefaultLocalTheta;
   RopeConfig local;
   RDRR_RETURN_IF_ERROR(resolve_params(*sliding, sliding_defaults, local, cfg.warnings));
-  if (t.gemma) {
+  if (gemma3) {
     if (local.scaling_type != RopeScalingType::kNone) {
       return unsupported(sliding->where() + ": scaled RoPE on sliding layers is not supported");
     }
@@ -199,7 +200,7 @@ Status read_hf_rope(const JsonObject& obj, const FamilyTraits& t, ModelConfig& c
     RDRR_RETURN_IF_ERROR(read_per_layer(obj, params, t, d, cfg));
   } else {
     RDRR_RETURN_IF_ERROR(resolve_params(params, d, r, cfg.warnings));
-    if (t.gemma && any_sliding) {
+    if (t.family == ArchFamily::kGemma3 && any_sliding) {
       RDRR_ASSIGN_OR_RETURN(std::optional<double> local, obj.opt_number("rope_local_base_freq"));
       if (!local) {
         cfg.warnings.push_back(obj.field("rope_local_base_freq") + ": absent, using the transformers default " +

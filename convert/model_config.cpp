@@ -21,13 +21,14 @@ using nlohmann::json;
 // Columns: family, name, HF architecture, model_type, GGUF arch; query_key_norm, gemma, qkv_bias, qwen_sliding,
 // sliding_all_layers, tied_default, adds_bos_default; default rms_norm_eps, default rope_theta.
 // clang-format off
-constexpr std::array<FamilyTraits, 6> kFamilies = {{
+constexpr std::array<FamilyTraits, 7> kFamilies = {{
     {ArchFamily::kLlama,   "llama",   "LlamaForCausalLM",   "llama",       "llama",  false, false, false, false, false, false, true,  1e-6, 10000.0},
     {ArchFamily::kMistral, "mistral", "MistralForCausalLM", "mistral",     "",       false, false, false, false, true,  false, true,  1e-6, 10000.0},
     {ArchFamily::kQwen2,   "qwen2",   "Qwen2ForCausalLM",   "qwen2",       "qwen2",  false, false, true,  true,  false, false, false, 1e-6, 10000.0},
     {ArchFamily::kQwen3,   "qwen3",   "Qwen3ForCausalLM",   "qwen3",       "qwen3",  true,  false, false, true,  false, false, false, 1e-6, 10000.0},
     {ArchFamily::kGemma3,  "gemma3",  "Gemma3ForCausalLM",  "gemma3_text", "gemma3", true,  true,  false, false, false, true,  true,  1e-6, 1000000.0},
     {ArchFamily::kPhi3,    "phi3",    "Phi3ForCausalLM",    "phi3",        "phi3",   false, false, false, false, true,  false, true,  1e-5, 10000.0},
+    {ArchFamily::kGemma2,  "gemma2",  "Gemma2ForCausalLM",  "gemma2",      "gemma2", false, true,  false, false, false, true,  true,  1e-6, 10000.0},
 }};
 // clang-format on
 

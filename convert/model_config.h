@@ -9,7 +9,9 @@
 //
 // HF (transformers 4 and 5 configs):
 //   family      architectures[0] (else model_type): LlamaForCausalLM/llama, MistralForCausalLM/mistral,
-//               Qwen2ForCausalLM/qwen2, Qwen3ForCausalLM/qwen3, Gemma3ForCausalLM/gemma3_text (and the text
+//               Qwen2ForCausalLM/qwen2, Qwen3ForCausalLM/qwen3, Gemma2ForCausalLM/gemma2 (Gemma norms and
+//               embeddings, no q/k norm, one RoPE; layer_types, else even layers slide; soft-caps default to
+//               Gemma2Config's 50 / 30 when absent), Gemma3ForCausalLM/gemma3_text (and the text
 //               part of Gemma3ForConditionalGeneration/gemma3), Phi3ForCausalLM/phi3.
 //   required    hidden_size, intermediate_size, num_hidden_layers; num_attention_heads, vocab_size,
 //               max_position_embeddings too, except in Gemma 3, whose text configs rely on Gemma3TextConfig's
@@ -34,7 +36,7 @@
 //               from tokenizer_config.json, else tokenizer.json's TemplateProcessing post-processor, else
 //               the family's default (Qwen: no BOS; others: BOS when a bos id exists).
 //
-// GGUF (llama.cpp metadata of llama, qwen2, qwen3, gemma3, phi3 files; Mistral GGUFs say "llama" and are
+// GGUF (llama.cpp metadata of llama, qwen2, qwen3, gemma2, gemma3, phi3 files; Mistral GGUFs say "llama" and are
 // recorded as family mistral when general.basename / general.name / general.base_model.0.name says Mistral):
 //   {arch}.block_count, embedding_length, feed_forward_length, attention.head_count(_kv), key_length,
 //   context_length, attention.layer_norm_rms_epsilon, rope.freq_base (default 10000, warned),
@@ -78,7 +80,7 @@ namespace rdrr::convert {
 inline constexpr std::string_view kGgufTokenizerFileName = "tokenizer.gguf.json";
 
 struct ModelConfig {
-  std::string family;              // "llama", "mistral", "qwen2", "qwen3", "gemma3", "phi3"
+  std::string family;              // "llama", "mistral", "qwen2", "qwen3", "gemma2", "gemma3", "phi3"
   rdrr::Architecture architecture;  // manifest struct, fully filled
   rdrr::Inference inference;        // attention/normalization/ffn/rope/output filled; execution left empty
   rdrr::TokenizerInfo tokenizer;    // ids (bos, eos list, pad), addBos/addEos; files left empty (the writer fills them)

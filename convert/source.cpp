@@ -106,7 +106,7 @@ std::vector<std::string> required_names(const ModelConfig& c, const std::set<std
   using M = ModelTensor;
   std::vector<std::string> req = {model_tensor_name(M::kEmbedTokens), model_tensor_name(M::kFinalNorm)};
   if (!c.tied_embeddings) req.push_back(model_tensor_name(M::kLmHead));
-  const bool gemma = c.family == "gemma3";
+  const bool gemma = c.inference.normalization.post_feedforward_norm;  // Gemma 2 / 3: pre- and post-FFN norms
   const bool bias = c.inference.attention.attention_bias;
   for (uint32_t l = 0; l < c.architecture.num_layers; ++l) {
     std::vector<M> want = {M::kInputNorm, M::kPostAttentionNorm};
@@ -241,7 +241,7 @@ Status SourceModel::load_safetensors(const fs::path& folder, const SourceOptions
     }
     warnings_.push_back("skipped " + std::to_string(total) + " tensors outside the text model (" + parts + ")");
   }
-  if (config_.family == "gemma3") {  // the multiplier is rounded to the embedding's real dtype
+  if (config_.family == "gemma3" || config_.family == "gemma2") {  // the multiplier: the embedding's dtype
     for (const SourceTensor& t : tensors_) {
       if (!is_tensor(t.name, ModelTensor::kEmbedTokens)) continue;
       const std::optional<quant::DType> d = dtype_of(t.parts[0].stored.type);
@@ -290,7 +290,52 @@ Status SourceModel::load_gguf(const fs::path& file, const SourceOptions& options
   return finish(options);
 }
 
-// Shape checks, required tensors, gate+up fusion, writer order.
+// A row range [first, first + n) of a stored matrix (a 1-D tensor: a range of its values). Rows are whole
+// blocks in every storage type, so the range is a byte range: nothing is decoded or copied.
+StoredMatrix stored_slice(const StoredMatrix& m, int64_t first, int64_t n, bool one_d) {
+  StoredMatrix s = m;
+  if (one_d) {
+    const uint64_t elem = static_cast<uint64_t>(quant::ggml_block_bytes(m.type));  // biases: F32 / F16 / BF16
+    s.cols = n;
+    s.row_bytes = static_cast<uint64_t>(n) * elem;
+    s.bytes = m.bytes.subspan(static_cast<uint64_t>(first) * elem, s.row_bytes);
+  } else {
+    s.rows = n;
+    s.bytes = m.bytes.subspan(static_cast<uint64_t>(first) * m.row_bytes, static_cast<uint64_t>(n) * m.row_bytes);
+  }
+  return s;
+}
+
+// Phi-3's fused qkv_proj (HF self_attn.qkv_proj, GGUF attn_qkv; rows q, then k, then v) and its bias become
+// q_proj / k_proj / v_proj by row ranges of the stored matrix, so the graph's separate projections run them and
+// every tensor's rows pass through unchanged.
+void SourceModel::split_qkv() {
+  const Architecture& a = config_.architecture;
+  const int64_t q = static_cast<int64_t>(a.num_attention_heads * a.head_dim);
+  const int64_t kv = static_cast<int64_t>(a.num_key_value_heads * a.head_dim);
+  std::vector<SourceTensor> out;
+  out.reserve(tensors_.size());
+  for (SourceTensor& t : tensors_) {
+    const std::optional<ParsedModelTensor> p = parse_model_tensor_name(t.name);
+    const bool weight = p && p->tensor == ModelTensor::kQkvProj, bias = p && p->tensor == ModelTensor::kQkvBias;
+    if ((!weight && !bias) || t.parts.size() != 1) {
+      out.push_back(std::move(t));
+      continue;
+    }
+    const ModelTensor w[] = {ModelTensor::kQProj, ModelTensor::kKProj, ModelTensor::kVProj};
+    const ModelTensor b[] = {ModelTensor::kQBias, ModelTensor::kKBias, ModelTensor::kVBias};
+    const int64_t first[] = {0, q, q + kv}, rows[] = {q, kv, kv};
+    for (int i = 0; i < 3; ++i) {
+      std::vector<int64_t> shape = t.shape;
+      shape[0] = rows[i];
+      out.push_back(single(model_tensor_name(weight ? w[i] : b[i], p->layer), std::move(shape),
+                           stored_slice(t.parts[0].stored, first[i], rows[i], bias)));
+    }
+  }
+  tensors_ = std::move(out);
+}
+
+// Shape checks, required tensors, qkv split, gate+up fusion, writer order.
 Status SourceModel::finish(const SourceOptions& options) {
   std::set<std::string> present;
   for (const SourceTensor& t : tensors_) {
@@ -315,6 +360,7 @@ Status SourceModel::finish(const SourceOptions& options) {
   for (const std::string& n : required_names(config_, present)) {
     if (present.count(n) == 0) return error(StatusCode::kNotFound, "tensor " + n + ": missing from the input");
   }
+  split_qkv();
   if (options.fuse_gate_up && config_.inference.ffn.gated) {
     std::map<std::string, size_t> index;
     for (size_t i = 0; i < tensors_.size(); ++i) index[tensors_[i].name] = i;

@@ -98,6 +98,7 @@ class SourceModel {
   Status load_safetensors(const std::filesystem::path& folder, const SourceOptions& options);
   Status load_gguf(const std::filesystem::path& file, const SourceOptions& options);
   Status finish(const SourceOptions& options);
+  void split_qkv();
 
   SourceFormat format_ = SourceFormat::kSafetensors;
   ModelConfig config_;

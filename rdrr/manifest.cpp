@@ -28,12 +28,13 @@ std::optional<E> enum_parse(const NameTable<E, N>& table, std::string_view s) {
   return std::nullopt;
 }
 
-constexpr NameTable<ArchFamily, 6> kArchFamilies{{{ArchFamily::kLlama, "llama"},
+constexpr NameTable<ArchFamily, 7> kArchFamilies{{{ArchFamily::kLlama, "llama"},
                                                   {ArchFamily::kMistral, "mistral"},
                                                   {ArchFamily::kQwen2, "qwen2"},
                                                   {ArchFamily::kQwen3, "qwen3"},
                                                   {ArchFamily::kGemma3, "gemma3"},
-                                                  {ArchFamily::kPhi3, "phi3"}}};
+                                                  {ArchFamily::kPhi3, "phi3"},
+                                                  {ArchFamily::kGemma2, "gemma2"}}};
 constexpr NameTable<SourceFormat, 2> kSourceFormats{
     {{SourceFormat::kSafetensors, "safetensors"}, {SourceFormat::kGguf, "gguf"}}};
 constexpr NameTable<LayerType, 2> kLayerTypes{

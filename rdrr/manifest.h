@@ -45,7 +45,7 @@ inline constexpr size_t kMaxListEntries = 4096;  // source files, goldens, kerne
 inline constexpr uint32_t kMaxLayers = 4096;
 
 // ---- enumerations (JSON spelling in comments; *_name / parse_* below) ----
-enum class ArchFamily : uint8_t { kLlama, kMistral, kQwen2, kQwen3, kGemma3, kPhi3 };  // "llama", ...
+enum class ArchFamily : uint8_t { kLlama, kMistral, kQwen2, kQwen3, kGemma3, kPhi3, kGemma2 };  // "llama", ...
 enum class SourceFormat : uint8_t { kSafetensors, kGguf };                             // "safetensors", "gguf"
 enum class LayerType : uint8_t { kFullAttention, kSlidingAttention };     // "full_attention", "sliding_attention"
 enum class NormType : uint8_t { kRmsNorm };                               // "rmsnorm"

@@ -34,7 +34,7 @@ int main(int argc, char** argv) {
   std::string src;
   std::string out;
   std::string quantize = "q4_k_m";
-  std::string layout = "column_wise";
+  std::string layout;
   std::string kv_dtype = "f16";
   bool fuse = false;
   bool no_fuse = false;
@@ -55,7 +55,9 @@ int main(int argc, char** argv) {
   app.add_option("SRC", src, "Hugging Face model folder or .gguf file")->required();
   app.add_option("OUT", out, "pack directory to create (not needed with --dry-run)");
   app.add_option("--quantize", quantize, "preset: f32, f16, bf16, q8_0, q4_k, q4_k_m")->capture_default_str();
-  app.add_option("--q4k-layout", layout, "Q4_K block order: flat, row_wise, column_wise")->capture_default_str();
+  app.add_option("--q4k-layout", layout,
+                 "Q4_K block order: flat, row_wise, column_wise (default: row_wise for a .gguf, whose Q4_K blocks then "
+                 "pass through bit-exactly; column_wise otherwise)");
   app.add_option("--kv-dtype", kv_dtype, "KV cache precision of the execution graph: f16, f32")->capture_default_str();
   app.add_flag("--fuse-gate-up", fuse, "store gate+up as one gate_up_proj (default for q8_0, q4_k, q4_k_m)");
   app.add_flag("--no-fuse-gate-up", no_fuse, "keep gate_proj and up_proj separate");
@@ -98,13 +100,15 @@ int main(int argc, char** argv) {
                 json);
   }
   o.preset = *preset;
-  const auto lay = rdrr::quant::parse_layout(layout);
-  if (!lay) {
-    return fail(rdrr::error(rdrr::StatusCode::kInvalidArgument,
-                            "--q4k-layout " + layout + ": expected flat, row_wise or column_wise"),
-                json);
+  if (!layout.empty()) {
+    const auto lay = rdrr::quant::parse_layout(layout);
+    if (!lay) {
+      return fail(rdrr::error(rdrr::StatusCode::kInvalidArgument,
+                              "--q4k-layout " + layout + ": expected flat, row_wise or column_wise"),
+                  json);
+    }
+    o.q4k_layout = *lay;
   }
-  o.q4k_layout = *lay;
   const std::optional<rdrr::KvDtype> kv = rdrr::parse_kv_dtype(kv_dtype);
   if (!kv) {
     return fail(rdrr::error(rdrr::StatusCode::kInvalidArgument, "--kv-dtype " + kv_dtype + ": expected f16 or f32"),
