@@ -143,8 +143,15 @@ ConvertReport base_report(const ConvertOptions& o, const SourceModel& src, const
   r.dry_run = o.dry_run;
   r.threads = threads;
   r.warnings = src.warnings();
-  for (const TensorJob& j : planned.jobs) {  // a GGUF tensor widened: one line each
-    if (j.plan.reason.find("widened") != std::string::npos) r.warnings.push_back("tensor " + j.plan.name + ": " + j.plan.reason);
+  size_t widened = 0;  // GGUF tensors of types without an rdrr kernel: one line, each tensor's reason in --json
+  std::string first;
+  for (const TensorJob& j : planned.jobs) {
+    if (!j.plan.widened) continue;
+    if (widened++ == 0) first = j.plan.name + ": " + j.plan.reason;
+  }
+  if (widened > 0) {
+    r.warnings.push_back("widened " + std::to_string(widened) + " tensor(s) to Q8_0, never narrowed (first: " + first +
+                         "; each tensor's reason in --json)");
   }
   r.bytes_in = planned.bytes_in;
   for (const TensorJob& j : planned.jobs) {

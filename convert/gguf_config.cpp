@@ -19,6 +19,17 @@ constexpr double kDefaultRopeTheta = 10000.0;        // llama.cpp: rope_freq_bas
 constexpr uint64_t kGemma27bLayers = 62;             // llama.cpp: LLM_TYPE_27B scales by hidden / heads
 constexpr uint64_t kGemma2_27bLayers = 46;           // the same for Gemma 2 27B
 constexpr uint64_t kGemma2SwaPeriod = 2;             // llama.cpp: set_swa_pattern(2) for Gemma 2 (even layers)
+constexpr uint64_t kGemma2Window = 4096;             // llama.cpp's Gemma 2 defaults when the keys are absent
+constexpr double kGemma2AttnSoftcap = 50.0;
+constexpr double kGemma2FinalSoftcap = 30.0;
+
+// A Gemma 2 key llama.cpp defaults: the file's value, else the default with a warning.
+template <typename T>
+T gemma2_default(std::optional<T> v, const std::string& key, T fallback, ModelConfig& cfg) {
+  if (v) return *v;
+  cfg.warnings.push_back(key + ": absent, using llama.cpp's Gemma 2 default " + mcfg::fmt_double(double(fallback)));
+  return fallback;
+}
 
 Status unsupported(std::string msg) { return error(StatusCode::kUnsupported, std::move(msg)); }
 Status invalid(std::string msg) { return error(StatusCode::kValidation, std::move(msg)); }
@@ -152,6 +163,9 @@ Status read_attention(const Keys& k, const FamilyTraits& t, ModelConfig& cfg) {
   att.causal = true;
   att.layer_types.assign(n, LayerType::kFullAttention);
   RDRR_ASSIGN_OR_RETURN(std::optional<uint64_t> window, k.opt_uint(k.arch_key("attention.sliding_window")));
+  if (t.family == ArchFamily::kGemma2) {
+    window = gemma2_default(window, k.arch_key("attention.sliding_window"), kGemma2Window, cfg);
+  }
   if (window && *window == 0) window.reset();
   if (window && t.family == ArchFamily::kGemma2) {
     for (uint32_t i = 0; i < n; i += kGemma2SwaPeriod) att.layer_types[i] = LayerType::kSlidingAttention;
@@ -203,6 +217,10 @@ Status read_attention(const Keys& k, const FamilyTraits& t, ModelConfig& cfg) {
     att.query_pre_attn_scalar =
         static_cast<double>(a.num_layers == big ? a.hidden_size / a.num_attention_heads : a.head_dim);
     RDRR_ASSIGN_OR_RETURN(att.attn_logit_softcapping, k.opt_float(k.arch_key("attn_logit_softcapping")));
+    if (t.family == ArchFamily::kGemma2) {
+      att.attn_logit_softcapping = gemma2_default(att.attn_logit_softcapping, k.arch_key("attn_logit_softcapping"),
+                                                  kGemma2AttnSoftcap, cfg);
+    }
   }
   return Status::Ok();
 }
@@ -216,7 +234,8 @@ Status read_rope_scaling(const Keys& k, RopeConfig& r) {
     factor = linear;
   }
   const std::string kind = type.value_or("none");
-  if (kind == "none") return Status::Ok();
+  // longrope: newer convert_hf_to_gguf writes the type beside the factor tensors, which read_rope_factors reads.
+  if (kind == "none" || kind == "longrope") return Status::Ok();
   if (!factor) return k.missing(k.arch_key("rope.scaling.factor"));
   if (kind == "linear") {
     r.scaling_type = RopeScalingType::kLinear;
@@ -252,12 +271,12 @@ Result<std::vector<double>> rope_factor_tensor(const Keys& k, const char* name, 
   const GgufTensor* t = k.file().find_tensor(name);
   if (t == nullptr) return out;
   const std::string where = std::string("tensor ") + name;
+  if (t->type != GgmlType::kF32 && t->type != GgmlType::kF16) {
+    return unsupported(where + ": type " + std::string(t->type_name()) + ", expected F32 or F16");
+  }
   if (t->ne.size() != 1 || t->ne[0] != pairs) {
     return invalid(where + ": shape " + shape_to_string(t->ne) + ", expected [" + std::to_string(pairs) +
                    "] (rotary dims / 2)");
-  }
-  if (t->type != GgmlType::kF32 && t->type != GgmlType::kF16) {
-    return unsupported(where + ": type " + std::string(t->type_name()) + ", expected F32 or F16");
   }
   for (uint64_t i = 0; i < pairs; ++i) {
     float f = 0.0f;
@@ -284,6 +303,11 @@ Status read_rope_factors(const Keys& k, const ModelConfig& cfg, uint64_t pairs, 
   RDRR_ASSIGN_OR_RETURN(std::vector<double> freqs, rope_factor_tensor(k, "rope_freqs.weight", pairs));
   RDRR_ASSIGN_OR_RETURN(std::vector<double> longs, rope_factor_tensor(k, "rope_factors_long.weight", pairs));
   RDRR_ASSIGN_OR_RETURN(std::vector<double> shorts, rope_factor_tensor(k, "rope_factors_short.weight", pairs));
+  RDRR_ASSIGN_OR_RETURN(std::optional<std::string> declared, k.opt_string(k.arch_key("rope.scaling.type")));
+  if (declared.value_or("") == "longrope" && longs.empty() && shorts.empty()) {
+    return error(StatusCode::kSchema, k.arch_key("rope.scaling.type") +
+                                          ": 'longrope' but tensors rope_factors_long/short.weight are missing");
+  }
   if (freqs.empty() && longs.empty() && shorts.empty()) return Status::Ok();
   const std::string type(rope_scaling_type_name(r.scaling_type));
   if (r.scaling_type != RopeScalingType::kNone) {
@@ -307,8 +331,8 @@ Status read_rope_factors(const Keys& k, const ModelConfig& cfg, uint64_t pairs, 
   if (orig == 0) return invalid("metadata key '" + k.arch_key("rope.scaling.original_context_length") + "': 0");
   RDRR_ASSIGN_OR_RETURN(std::optional<double> attention, k.opt_float(k.arch_key("rope.scaling.attn_factor")));
   if (!attention) {
-    const double factor = static_cast<double>(cfg.architecture.max_seq_len) / static_cast<double>(orig);
-    attention = factor <= 1.0 ? 1.0 : std::sqrt(1.0 + std::log(factor) / std::log(static_cast<double>(orig)));
+    attention = mcfg::longrope_attention_factor(
+        static_cast<double>(cfg.architecture.max_seq_len) / static_cast<double>(orig), orig);
   }
   r.scaling_type = RopeScalingType::kLongRope;
   r.short_factors = std::move(shorts);
@@ -363,6 +387,10 @@ Status read_norm_ffn_output(const Keys& k, const FamilyTraits& t, ModelConfig& c
   out.embedding_scale = t.gemma ? hf_embedding_scale(cfg.architecture.hidden_size, quant::DType::kF32) : 1.0;
   if (t.gemma) {
     RDRR_ASSIGN_OR_RETURN(out.final_logit_softcapping, k.opt_float(k.arch_key("final_logit_softcapping")));
+    if (t.family == ArchFamily::kGemma2) {
+      out.final_logit_softcapping = gemma2_default(out.final_logit_softcapping, k.arch_key("final_logit_softcapping"),
+                                                   kGemma2FinalSoftcap, cfg);
+    }
   }
   return Status::Ok();
 }

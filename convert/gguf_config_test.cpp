@@ -226,6 +226,15 @@ TEST_F(GgufConfig, Gemma2EvenLayersSlide) {
   EXPECT_EQ(c->inference.rope.local_theta, std::nullopt);
   EXPECT_FALSE(c->inference.attention.query_key_norm);
   EXPECT_TRUE(c->norm_weights_include_offset);
+  erase(k("attn_logit_softcapping"));  // llama.cpp's Gemma 2 defaults, warned
+  erase(k("final_logit_softcapping"));
+  erase(k("attention.sliding_window"));
+  c = read();
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_EQ(c->inference.attention.attn_logit_softcapping, std::optional<double>(50.0));
+  EXPECT_EQ(c->inference.output.final_logit_softcapping, std::optional<double>(30.0));
+  EXPECT_EQ(c->inference.attention.sliding_window, std::optional<uint64_t>(4096));
+  EXPECT_TRUE(has_warning(*c, "attn_logit_softcapping: absent, using llama.cpp's Gemma 2 default 50"));
 }
 
 TEST_F(GgufConfig, Gemma3DefaultPatternAndLocalTheta) {
@@ -311,7 +320,7 @@ TEST_F(GgufConfig, RopeScalingKeys) {
   use_arch("llama");
   set(k("rope.scaling.type"), gv_str("longrope"));
   set(k("rope.scaling.factor"), gv_f32(4.0f));
-  EXPECT_ERROR(read(), StatusCode::kUnsupported, "'longrope' is not supported");
+  EXPECT_ERROR(read(), StatusCode::kSchema, "'longrope' but tensors rope_factors_long/short.weight are missing");
 }
 
 // Per-pair RoPE factor tensors: rope_freqs (a Llama 3.1/3.2 GGUF) and Phi-3's rope_factors_long/short.
@@ -363,6 +372,47 @@ TEST_F(GgufConfig, RopeFactorTensors) {
   ASSERT_TRUE(c.ok()) << c.status().to_string();
   EXPECT_EQ(c->inference.rope.attention_factor, std::optional<double>(1.25));
   EXPECT_TRUE(validate_model_parameters(c->architecture, c->inference, c->tokenizer).ok());
+}
+
+// Factor tensors: F16 accepted, other types and mixed kinds refused, the declared longrope type needs its
+// tensors, an original context of 0 is invalid.
+TEST_F(GgufConfig, RopeFactorTensorRules) {
+  std::string half(16 * 2, '\0');
+  for (size_t i = 0; i < 16; ++i) {
+    const uint16_t h = 0x4000;  // 2.0
+    std::memcpy(half.data() + i * 2, &h, 2);
+  }
+  spec_.tensors.push_back({"rope_freqs.weight", {16}, 1, half.size(), std::nullopt});
+  spec_.tensor_data["rope_freqs.weight"] = half;
+  Result<ModelConfig> c = read();
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_EQ(c->inference.rope.freq_factors, std::vector<double>(16, 2.0));
+
+  use_arch("llama");
+  spec_.tensors.push_back({"rope_freqs.weight", {32}, 8, 34, std::nullopt});  // one Q8_0 block
+  EXPECT_ERROR(read(), StatusCode::kUnsupported, "tensor rope_freqs.weight: type Q8_0, expected F32 or F16");
+
+  use_arch("phi3");
+  add_f32_tensor("rope_freqs.weight", std::vector<float>(16, 1.0f));
+  add_f32_tensor("rope_factors_long.weight", std::vector<float>(16, 1.0f));
+  add_f32_tensor("rope_factors_short.weight", std::vector<float>(16, 1.0f));
+  EXPECT_ERROR(read(), StatusCode::kUnsupported, "rope_freqs.weight together with rope_factors_long/short");
+
+  use_arch("phi3");
+  add_f32_tensor("rope_factors_short.weight", std::vector<float>(16, 1.0f));
+  EXPECT_ERROR(read(), StatusCode::kSchema, "rope_factors_long.weight: missing");
+  add_f32_tensor("rope_factors_long.weight", std::vector<float>(16, 2.0f));
+  set(k("rope.scaling.original_context_length"), gv_u32(0));
+  EXPECT_ERROR(read(), StatusCode::kValidation, "rope.scaling.original_context_length': 0");
+  set(k("rope.scaling.original_context_length"), gv_u32(64));
+  set(k("rope.scaling.type"), gv_str("longrope"));  // newer convert_hf_to_gguf declares the type too
+  c = read();
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_EQ(c->inference.rope.scaling_type, RopeScalingType::kLongRope);
+
+  use_arch("phi3");
+  set(k("rope.scaling.type"), gv_str("longrope"));
+  EXPECT_ERROR(read(), StatusCode::kSchema, "'longrope' but tensors rope_factors_long/short.weight are missing");
 }
 
 // convert_hf_to_gguf writes Mistral as architecture llama; the model's name tells it apart.

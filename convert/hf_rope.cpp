@@ -73,9 +73,7 @@ Status resolve_longrope(const JsonObject& p, uint64_t orig, const RopeDefaults& 
   RDRR_ASSIGN_OR_RETURN(std::optional<double> factor, p.opt_number("factor"));
   if (!factor) factor = static_cast<double>(d.max_positions) / static_cast<double>(orig);
   RDRR_ASSIGN_OR_RETURN(std::optional<double> attention, p.opt_number("attention_factor"));
-  if (!attention) {
-    attention = *factor <= 1.0 ? 1.0 : std::sqrt(1.0 + std::log(*factor) / std::log(static_cast<double>(orig)));
-  }
+  if (!attention) attention = longrope_attention_factor(*factor, orig);
   r.scaling_type = RopeScalingType::kLongRope;
   r.original_max_positions = orig;
   r.attention_factor = attention;

@@ -96,6 +96,11 @@ double yarn_mscale(double scale, double mscale) {
   return 0.1 * mscale * std::log(scale) + 1.0;
 }
 
+double longrope_attention_factor(double factor, uint64_t original_max_positions) {
+  if (factor <= 1.0) return 1.0;
+  return std::sqrt(1.0 + std::log(factor) / std::log(static_cast<double>(original_max_positions)));
+}
+
 Result<std::string> read_text_file(const std::filesystem::path& path) {
   RDRR_ASSIGN_OR_RETURN(MappedFile f, MappedFile::open(path));
   if (f.size_bytes() > kMaxConfigFileBytes) {

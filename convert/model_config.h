@@ -48,13 +48,15 @@
 //   vocabSize = rows of token_embd.weight (else {arch}.vocab_size, else the token count).
 //   Quirks reported in the result: llama/mistral q/k rows are permuted (qk_rows_permuted); Gemma norms
 //   already hold 1 + w (norm_weights_include_offset, weight offset recorded as 0).
-//   Gemma 3 attention scale as llama.cpp: head_dim (62-layer 27B: hidden / heads). Embedding scale:
+//   Gemma 2 / 3 attention scale as llama.cpp: head_dim (46-layer Gemma 2 27B, 62-layer Gemma 3 27B: hidden / heads). Embedding scale:
 //   sqrt(hidden) rounded to f32 (what llama.cpp and an F32 HF checkpoint use).
 //   From tensors: tied = no output.weight; attentionBias = blk.0.attn_q.bias or attn_qkv.bias exists
 //   (attn_output.bias: kUnsupported); rope_freqs (llama3 scaling of Llama 3.1/3.2) -> freq_factors;
 //   rope_factors_long + rope_factors_short (Phi-3) -> longrope with rope.scaling.original_context_length and
 //   rope.scaling.attn_factor (absent: transformers' default); with another rope.scaling.type: kUnsupported.
-//   Sliding window: Gemma 3 per the pattern, Phi-3 every layer (as HF), ignored (warned) for llama/qwen.
+//   Sliding window: Gemma 3 per the pattern, Gemma 2 the even layers (llama.cpp's set_swa_pattern(2); window,
+//   attn / final soft-caps default to llama.cpp's 4096 / 50 / 30, warned), Phi-3 every layer (as HF),
+//   ignored (warned) for llama/qwen.
 //   RoPE scaling: rope.scaling.type none/linear/yarn (+ rope.scale_linear), yarn with
 //   original_context_length and optional yarn_beta_fast/slow; a non-default attn_factor is kUnsupported.
 //   Tokenizer: eos list = eos_token_id, eot_token_id, eom_token_id (those present); addBos defaults to

@@ -51,6 +51,9 @@ std::string fmt_double(double v);
 double f32_as_decimal(float f);
 // get_mscale of transformers' YaRN: 1 for scale <= 1, else 0.1 * mscale * ln(scale) + 1.
 double yarn_mscale(double scale, double mscale);
+// LongRoPE's default attention factor (transformers' _compute_longrope_parameters): 1 for factor <= 1, else
+// sqrt(1 + ln(factor) / ln(original_max_position_embeddings)).
+double longrope_attention_factor(double factor, uint64_t original_max_positions);
 
 // Reads a whole small input file (config, tokenizer config) as text. kNotFound / kIo / kParse (too large).
 Result<std::string> read_text_file(const std::filesystem::path& path);

@@ -183,37 +183,38 @@ uint64_t planned_size_bytes(DType dtype, std::optional<Layout> layout, const std
 }
 
 // Bits per weight of a dtype (block bytes * 8 / block values): Q4_K 4.5, Q6_K 6.5625, Q8_0 8.5, F16 16, F32 32.
-double bits_per_weight(DType d) {
+static double bits_per_weight(DType d) {
   return static_cast<double>(quant::block_bytes(d)) * 8.0 / static_cast<double>(quant::block_elems(d));
 }
 
-std::optional<std::pair<DType, std::string>> source_precision_choice(
-    const std::vector<quant::GgmlBlockType>& source_types) {
+std::optional<SourceChoice> gguf_source_choice(const std::vector<quant::GgmlBlockType>& source_types, DType preset) {
   using G = quant::GgmlBlockType;
-  // Ranked by bits per weight: Q4_K 4.5 < Q6_K 6.5625 < Q8_0 8.5.
-  auto rank = [](DType d) { return d == DType::kQ4_K ? 0 : d == DType::kQ6_K ? 1 : 2; };
-  std::optional<DType> best;
-  std::string widened;  // the source types that have no rdrr kernel
+  if (!quant::is_block_quantized(preset)) return std::nullopt;  // f32 / f16 / bf16: widened as asked
+  auto rank = [](DType d) { return d == DType::kQ4_K ? 0 : d == DType::kQ6_K ? 1 : 2; };  // by bits per weight
+  std::optional<DType> widest;  // of the parts rdrr has kernels for
+  double source_bits = 0;
+  bool all_kernel = true, all_same = true;
+  std::string names;
   for (G t : source_types) {
     if (t == G::kF32 || t == G::kF16 || t == G::kBF16) continue;
-    DType d = DType::kQ8_0;
-    if (t == G::kQ4_K) {
-      d = DType::kQ4_K;
-    } else if (t == G::kQ6_K) {
-      d = DType::kQ6_K;
-    } else if (t != G::kQ8_0) {
-      if (widened.find(quant::ggml_block_type_name(t)) == std::string::npos) {
-        widened += (widened.empty() ? "" : "+") + std::string(quant::ggml_block_type_name(t));
-      }
+    const std::string name(quant::ggml_block_type_name(t));
+    if (names.find(name) == std::string::npos) {
+      all_same = names.empty();
+      names += (names.empty() ? "" : "+") + name;
     }
-    if (!best || rank(d) > rank(*best)) best = d;
+    source_bits = std::max(source_bits, static_cast<double>(quant::ggml_block_bytes(t)) * 8.0 /
+                                            static_cast<double>(quant::ggml_block_elems(t)));
+    const DType d = t == G::kQ4_K ? DType::kQ4_K : t == G::kQ6_K ? DType::kQ6_K : DType::kQ8_0;
+    if (t != G::kQ4_K && t != G::kQ6_K && t != G::kQ8_0) all_kernel = false;
+    if (!widest || rank(d) > rank(*widest)) widest = d;
   }
-  if (!best) return std::nullopt;
-  if (!widened.empty()) {
-    return std::pair{*best, "source " + widened + " has no rdrr kernel: widened to " +
-                                std::string(quant::dtype_name(*best)) + " (never narrowed)"};
+  if (names.empty()) return std::nullopt;  // a float source: the preset applies
+  if (all_kernel) {
+    return SourceChoice{*widest, all_same ? "source " + names + " kept (--quantize applies to float tensors)"
+                                          : "source " + names + ": the wider type kept", false};
   }
-  return std::pair{*best, "source " + std::string(quant::dtype_name(*best)) + " kept (never narrowed)"};
+  if (bits_per_weight(preset) > source_bits) return std::nullopt;  // the preset's type holds more bits
+  return SourceChoice{DType::kQ8_0, "source " + names + " has no rdrr kernel: widened to Q8_0 (never narrowed)", true};
 }
 
 Result<std::vector<PlanEntry>> plan_tensors(const std::vector<PlanInput>& inputs, const PlanOptions& options) {
@@ -232,8 +233,11 @@ Result<std::vector<PlanEntry>> plan_tensors(const std::vector<PlanInput>& inputs
       e.reason = "1-D tensors stay F32";
     } else {
       std::tie(e.dtype, e.reason) = preset_choice(e, options);
-      const auto kept = source_precision_choice(in.source_types);
-      if (kept && bits_per_weight(kept->first) > bits_per_weight(e.dtype)) std::tie(e.dtype, e.reason) = *kept;
+      if (const std::optional<SourceChoice> c = gguf_source_choice(in.source_types, e.dtype)) {
+        e.dtype = c->dtype;
+        e.reason = c->reason;
+        e.widened = c->widened;
+      }
     }
     for (const TensorTypeOverride& o : options.overrides) {
       if (!std::regex_match(in.name, o.regex)) continue;
@@ -245,6 +249,7 @@ Result<std::vector<PlanEntry>> plan_tensors(const std::vector<PlanInput>& inputs
       }
       e.dtype = o.dtype;
       e.reason = "override " + o.pattern + "=" + std::string(quant::dtype_name(o.dtype));
+      e.widened = false;
       break;
     }
     if (quant::is_block_quantized(e.dtype)) {

@@ -7,11 +7,12 @@
 //   q4_k_m           : llama.cpp's Q4_K_M mixture: Q6_K for the output head (or a tied embedding, which
 //                      serves as the head), Q6_K for v_proj / qkv_proj / down_proj on the layers that
 //                      use_more_bits(i, n) picks, Q4_K for every other 2-D weight, F32 for 1-D tensors.
-// A GGUF tensor stored block-quantized is never re-quantized to fewer bits per weight than its source: where the
-// preset's type has fewer, Q4_K, Q6_K and Q8_0 sources keep their type (bit-exact in row_wise; a fused tensor
-// of two such types takes the wider), and every other block type (Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q5_K: no
-// rdrr kernel) is widened to Q8_0 (8.5 bits per weight, more than each). So --quantize q4_k_m narrows only
-// float tensors; f32 / f16 / q8_0 still widen everything.
+// A GGUF tensor stored block-quantized (gguf_source_choice): under a block-quantized preset type, a Q4_K, Q6_K or
+// Q8_0 source keeps its type (bit-exact in row_wise; a fused tensor of two such types takes the wider), since
+// re-encoding it into any other block type adds error and no information; any other block type (Q4_0, Q4_1,
+// Q5_0, Q5_1, Q2_K, Q3_K, Q5_K: no rdrr kernel) takes the preset's type when that has more bits per weight,
+// else is widened to Q8_0 (never narrowed). So --quantize q4_k_m / q4_k / q8_0 apply to float tensors;
+// f32 / f16 / bf16 presets still widen everything.
 // `--tensor-type REGEX=TYPE` overrides win over the preset and that rule (the first matching override applies).
 // Block-quantized tensors record a layout: Q4_K uses the requested --q4k-layout (padding explicit, never a
 // silent fallback to another type); Q6_K and Q8_0 are row_wise.
@@ -63,9 +64,16 @@ struct PlanInput {
   std::vector<quant::GgmlBlockType> source_types = {};  // storage type of each source part (none: float)
 };
 
-// The type a block-quantized source keeps (see above) and why; nullopt for float sources.
-std::optional<std::pair<quant::DType, std::string>> source_precision_choice(
-    const std::vector<quant::GgmlBlockType>& source_types);
+// The type a block-quantized source takes instead of `preset` (the preset's choice for the tensor) and why;
+// nullopt where the preset's choice stands (float sources, float presets, a kernel-less source whose preset
+// type holds more bits per weight).
+struct SourceChoice {
+  quant::DType dtype;
+  std::string reason;
+  bool widened = false;  // a kernel-less source type widened to Q8_0
+};
+std::optional<SourceChoice> gguf_source_choice(const std::vector<quant::GgmlBlockType>& source_types,
+                                               quant::DType preset);
 
 struct PlanOptions {
   Preset preset = Preset::kQ4_K_M;
@@ -82,6 +90,7 @@ struct PlanEntry {
   quant::DType dtype = quant::DType::kF32;
   std::optional<quant::Layout> layout;  // set for block-quantized 2-D tensors only
   std::string reason;                   // why this type: "preset q4_k_m: output head", "override ..."
+  bool widened = false;                 // a GGUF type without an rdrr kernel widened to Q8_0
   uint64_t size_bytes = 0;              // bytes in the pack (layout padding included)
 };
 

@@ -159,9 +159,9 @@ TEST(Plan, ClassifiesNamesAndLayers) {
 }
 
 }  // namespace
-// A block-quantized GGUF source is never narrowed: q4_k_m keeps Q6_K / Q8_0 sources and widens types without
-// an rdrr kernel to Q8_0; wider presets still widen; overrides win.
-TEST(Plan, GgufSourcesAreNeverNarrowed) {
+// A block-quantized GGUF source: Q4_K / Q6_K / Q8_0 keep their type under any block preset; kernel-less types
+// take the preset's type when it holds more bits per weight, else Q8_0; float presets widen; overrides win.
+TEST(Plan, GgufSourcesKeepTheirTypeOrWiden) {
   using G = quant::GgmlBlockType;
   const std::vector<PlanInput> in = {
       {"model.layers.0.self_attn.q_proj.weight", {256, 256}, {G::kQ4_K}},
@@ -177,15 +177,22 @@ TEST(Plan, GgufSourcesAreNeverNarrowed) {
   auto m = by_name(*plan_tensors(in, o));
   EXPECT_EQ(m["model.layers.0.self_attn.q_proj.weight"].dtype, DType::kQ4_K);
   EXPECT_EQ(m["model.layers.0.self_attn.k_proj.weight"].dtype, DType::kQ6_K);
-  EXPECT_EQ(m["model.layers.0.self_attn.k_proj.weight"].reason, "source Q6_K kept (never narrowed)");
+  EXPECT_EQ(m["model.layers.0.self_attn.k_proj.weight"].reason,
+            "source Q6_K kept (--quantize applies to float tensors)");
   EXPECT_EQ(m["model.layers.0.self_attn.o_proj.weight"].dtype, DType::kQ8_0);
+  EXPECT_FALSE(m["model.layers.0.self_attn.o_proj.weight"].widened);
   EXPECT_EQ(m["model.layers.0.mlp.down_proj.weight"].dtype, DType::kQ8_0);
+  EXPECT_TRUE(m["model.layers.0.mlp.down_proj.weight"].widened);
   EXPECT_EQ(m["model.layers.0.mlp.down_proj.weight"].reason,
             "source Q5_0 has no rdrr kernel: widened to Q8_0 (never narrowed)");
   EXPECT_EQ(m["model.layers.0.mlp.down_proj.weight"].layout, std::optional<Layout>(Layout::kRowWise));
   EXPECT_EQ(m["model.layers.0.mlp.gate_up_proj.weight"].dtype, DType::kQ6_K);
   EXPECT_EQ(m["model.layers.0.self_attn.v_proj.weight"].dtype, DType::kQ4_K);  // a float source is quantized
-  o.preset = Preset::kF16;  // wider presets still widen every tensor
+  o.preset = Preset::kQ8_0;  // a Q4_K source stays Q4_K: re-encoding adds error, not information
+  m = by_name(*plan_tensors(in, o));
+  EXPECT_EQ(m["model.layers.0.self_attn.q_proj.weight"].dtype, DType::kQ4_K);
+  EXPECT_EQ(m["model.layers.0.self_attn.v_proj.weight"].dtype, DType::kQ8_0);
+  o.preset = Preset::kF16;  // float presets still widen every tensor
   m = by_name(*plan_tensors(in, o));
   for (const auto& [name, e] : m) EXPECT_EQ(e.dtype, DType::kF16) << name;
   o.preset = Preset::kQ4_K;
@@ -193,5 +200,20 @@ TEST(Plan, GgufSourcesAreNeverNarrowed) {
   m = by_name(*plan_tensors(in, o));
   EXPECT_EQ(m["model.layers.0.self_attn.k_proj.weight"].dtype, DType::kQ4_K);
 }
+
+// A kernel-less type with fewer bits per weight than the preset's type is re-encoded into the preset's type; the
+// q4_k_m rule's Q6_K for a Q4_K source (a Q4_K_S file's attn_v) keeps the source's Q4_K.
+TEST(Plan, GgufKernelLessSourcesTakeAWiderPresetType) {
+  using G = quant::GgmlBlockType;
+  EXPECT_EQ(gguf_source_choice({G::kQ2_K}, DType::kQ4_K), std::nullopt);   // 2.625 < 4.5 bits per weight
+  EXPECT_EQ(gguf_source_choice({G::kQ3_K}, DType::kQ6_K), std::nullopt);
+  EXPECT_EQ(gguf_source_choice({G::kQ5_K}, DType::kQ6_K), std::nullopt);   // 5.5 < 6.5625
+  EXPECT_EQ(gguf_source_choice({G::kQ5_K}, DType::kQ4_K)->dtype, DType::kQ8_0);
+  EXPECT_EQ(gguf_source_choice({G::kQ4_0}, DType::kQ4_K)->dtype, DType::kQ8_0);  // equal bits: another grid loses
+  EXPECT_EQ(gguf_source_choice({G::kQ4_K}, DType::kQ6_K)->dtype, DType::kQ4_K);
+  EXPECT_EQ(gguf_source_choice({G::kF16}, DType::kQ4_K), std::nullopt);
+  EXPECT_EQ(gguf_source_choice({G::kQ4_K}, DType::kF32), std::nullopt);
+}
+
 
 }  // namespace rdrr::convert

@@ -309,8 +309,10 @@ StoredMatrix stored_slice(const StoredMatrix& m, int64_t first, int64_t n, bool 
 // Phi-3's fused qkv_proj (HF self_attn.qkv_proj, GGUF attn_qkv; rows q, then k, then v) and its bias become
 // q_proj / k_proj / v_proj by row ranges of the stored matrix, so the graph's separate projections run them and
 // every tensor's rows pass through unchanged.
-void SourceModel::split_qkv() {
+Status SourceModel::split_qkv() {
   const Architecture& a = config_.architecture;
+  std::set<std::string> names;
+  for (const SourceTensor& t : tensors_) names.insert(t.name);
   const int64_t q = static_cast<int64_t>(a.num_attention_heads * a.head_dim);
   const int64_t kv = static_cast<int64_t>(a.num_key_value_heads * a.head_dim);
   std::vector<SourceTensor> out;
@@ -325,14 +327,21 @@ void SourceModel::split_qkv() {
     const ModelTensor w[] = {ModelTensor::kQProj, ModelTensor::kKProj, ModelTensor::kVProj};
     const ModelTensor b[] = {ModelTensor::kQBias, ModelTensor::kKBias, ModelTensor::kVBias};
     const int64_t first[] = {0, q, q + kv}, rows[] = {q, kv, kv};
+    if (bias && quant::ggml_block_elems(t.parts[0].stored.type) != 1) {
+      return error(StatusCode::kUnsupported, "tensor " + t.name + ": a block-quantized 1-D qkv bias cannot be split");
+    }
     for (int i = 0; i < 3; ++i) {
+      const std::string name = model_tensor_name(weight ? w[i] : b[i], p->layer);
+      if (names.count(name) > 0) {
+        return error(StatusCode::kValidation, "tensor " + name + ": given both alone and inside " + t.name);
+      }
       std::vector<int64_t> shape = t.shape;
       shape[0] = rows[i];
-      out.push_back(single(model_tensor_name(weight ? w[i] : b[i], p->layer), std::move(shape),
-                           stored_slice(t.parts[0].stored, first[i], rows[i], bias)));
+      out.push_back(single(name, std::move(shape), stored_slice(t.parts[0].stored, first[i], rows[i], bias)));
     }
   }
   tensors_ = std::move(out);
+  return Status::Ok();
 }
 
 // Shape checks, required tensors, qkv split, gate+up fusion, writer order.
@@ -360,7 +369,7 @@ Status SourceModel::finish(const SourceOptions& options) {
   for (const std::string& n : required_names(config_, present)) {
     if (present.count(n) == 0) return error(StatusCode::kNotFound, "tensor " + n + ": missing from the input");
   }
-  split_qkv();
+  RDRR_RETURN_IF_ERROR(split_qkv());
   if (options.fuse_gate_up && config_.inference.ffn.gated) {
     std::map<std::string, size_t> index;
     for (size_t i = 0; i < tensors_.size(); ++i) index[tensors_[i].name] = i;

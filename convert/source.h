@@ -12,9 +12,13 @@
 //    uses n_head, k uses n_kv_head). Gemma norms stay as stored (they hold 1 + w; the config records offset 0).
 //  - Storage types: F32/F16/BF16 and every GGUF block type quant/legacy_dequant.h decodes. A block-quantized
 //    part whose type and layout equal the output's can be copied bit-exactly (raw_copy_possible()).
-// Tied embeddings: an lm_head.weight stored next to a tied embedding is dropped (with a warning), as is a
-// llama-3 GGUF's rope_freqs.weight (the rope parameters are in the manifest) and an HF rotary_emb.inv_freq.
-// Anything else that is not a known weight of the model is kUnsupported.
+//  - Phi-3's fused qkv_proj (and a fused qkv bias) becomes q_proj / k_proj / v_proj by row ranges of the
+//    stored matrix (split_qkv: byte ranges, rows unchanged); a checkpoint that also stores one of them alone is
+//    kValidation.
+// Tied embeddings: an lm_head.weight stored next to a tied embedding is dropped (with a warning), as is an HF
+// rotary_emb.inv_freq. A GGUF's rope_freqs / rope_factors_* tensors are read into the manifest's RoPE
+// (model_config_from_gguf), not weights. HF tensors outside the text model (a vision tower, its projector) are
+// skipped with one summary warning. Anything else that is not a known weight of the model is kUnsupported.
 #pragma once
 
 #include <cstddef>
@@ -98,7 +102,7 @@ class SourceModel {
   Status load_safetensors(const std::filesystem::path& folder, const SourceOptions& options);
   Status load_gguf(const std::filesystem::path& file, const SourceOptions& options);
   Status finish(const SourceOptions& options);
-  void split_qkv();
+  Status split_qkv();
 
   SourceFormat format_ = SourceFormat::kSafetensors;
   ModelConfig config_;

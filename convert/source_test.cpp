@@ -7,7 +7,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <numeric>
 
 #include "convert/plan.h"
@@ -160,6 +163,50 @@ TEST(Source, RawCopyRules) {
   }
   release_rows(*find(g, "model.layers.0.self_attn.q_proj.weight"), 0, q.rows, true);  // advisory: data stays readable
   EXPECT_EQ(all_rows(*find(g, "model.layers.0.self_attn.q_proj.weight")).size(), size_t(256 * 256));
+}
+
+// Phi-3's fused qkv_proj becomes q_proj / k_proj / v_proj by row ranges of the stored matrix (nothing decoded);
+// a checkpoint that also stores one of them alone is refused.
+TEST(Source, Phi3QkvSplitIntoRowRanges) {
+  const fs::path dir = fixtures_dir() / "families" / "tiny-phi3-longrope" / "hf";
+  Result<SourceModel> m = SourceModel::open(dir, {.fuse_gate_up = true});
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  EXPECT_EQ(find(*m, "model.layers.1.self_attn.qkv_proj.weight"), nullptr);
+  const SafeTensorsFile f = SafeTensorsFile::open(dir / "model.safetensors").value();
+  const std::vector<float> qkv = read_as_f32(**f.get("model.layers.1.self_attn.qkv_proj.weight")).value();
+  size_t row = 0;
+  for (const char* name : {"q_proj", "k_proj", "v_proj"}) {
+    const SourceTensor* t = find(*m, std::string("model.layers.1.self_attn.") + name + ".weight");
+    ASSERT_NE(t, nullptr) << name;
+    EXPECT_EQ(t->shape, (std::vector<int64_t>{name[0] == 'q' ? 256 : 128, 256})) << name;
+    const std::vector<float> rows = all_rows(*t);
+    EXPECT_TRUE(std::equal(rows.begin(), rows.end(), qkv.begin() + static_cast<std::ptrdiff_t>(row * 256))) << name;
+    row += static_cast<size_t>(t->shape[0]);
+  }
+  EXPECT_EQ(row * 256, qkv.size());
+
+  // The same checkpoint with a q_proj of layer 0 stored beside its qkv_proj.
+  const fs::path bad = testing::test_dir() / "phi3-dup";
+  fs::remove_all(bad);
+  fs::create_directories(bad);
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.path().filename() != "model.safetensors") fs::copy_file(e.path(), bad / e.path().filename());
+  }
+  std::ifstream in(dir / "model.safetensors", std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  uint64_t header_len = 0;
+  std::memcpy(&header_len, bytes.data(), 8);
+  nlohmann::json header = nlohmann::json::parse(bytes.substr(8, header_len));
+  std::string data = bytes.substr(8 + header_len);
+  header["model.layers.0.self_attn.q_proj.weight"] = {
+      {"dtype", "BF16"}, {"shape", {256, 256}}, {"data_offsets", {data.size(), data.size() + 256 * 256 * 2}}};
+  data.append(256 * 256 * 2, '\0');
+  testing::write_file(bad / "model.safetensors", testing::safetensors_bytes(header.dump(), data));
+  const Result<SourceModel> dup = SourceModel::open(bad, {.fuse_gate_up = true});
+  EXPECT_EQ(dup.status().code(), StatusCode::kValidation) << dup.status().to_string();
+  EXPECT_NE(dup.status().message().find("model.layers.0.self_attn.q_proj.weight: given both alone and inside"),
+            std::string::npos)
+      << dup.status().to_string();
 }
 
 TEST(Source, MissingSourceIsNotFound) {

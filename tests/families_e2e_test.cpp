@@ -145,12 +145,11 @@ TEST(Families, Llama3GgufQ5KMAndQ4_0WidenedNotNarrowed) {
   expect_gguf_near_llamacpp("tiny-llama3", "q4_0", false);
   const Converted c = convert(kFamilies / "tiny-llama3" / "gguf" / "tiny-llama3-q4_0.gguf", "l3-q4_0-plan",
                               convert::Preset::kQ4_K_M);
-  size_t widened = 0;
+  size_t widened = 0;  // Q4_0 rows go to Q8_0, or to Q6_K where the q4_k_m rule picks it (more bits than Q4_0)
   for (const TensorEntry& e : c.manifest.tensors) {
-    if (e.shape.size() == 2 && e.name.find("embed_tokens") == std::string::npos) {
-      EXPECT_EQ(e.dtype, quant::DType::kQ8_0) << e.name;
-      ++widened;
-    }
+    if (e.shape.size() != 2) continue;
+    EXPECT_TRUE(e.dtype == quant::DType::kQ8_0 || e.dtype == quant::DType::kQ6_K) << e.name;
+    widened += e.dtype == quant::DType::kQ8_0;
   }
   EXPECT_GT(widened, 0u);
 }

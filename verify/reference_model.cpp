@@ -104,7 +104,9 @@ Result<std::vector<float>> ReferenceModel::extend(KvCache& cache, std::span<cons
 Result<GreedyResult> ReferenceModel::greedy(std::span<const int32_t> prompt, size_t n_new) const {
   RDRR_RETURN_IF_ERROR(check_tokens(prompt));
   GreedyResult result;
-  KvCache cache;  // each step runs only the new token: the same numbers as re-running the whole sequence
+  // Each step runs only the new token: the same numbers as re-running the whole sequence, except for LongRoPE
+  // once a step crosses the original context (transformers re-rotates every position then; a cache keeps them).
+  KvCache cache;
   std::span<const int32_t> next = prompt;
   int32_t token = 0;
   for (size_t step = 0; step < n_new; ++step) {

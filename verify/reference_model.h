@@ -1,4 +1,4 @@
-// CPU reference forward pass for the supported text families (llama, mistral, qwen2, qwen3, gemma3, phi3),
+// CPU reference forward pass for the supported text families (llama, mistral, qwen2, qwen3, gemma2, gemma3, phi3),
 // written for readability, not speed: weights read as f32 from an HF SafeTensors folder, a GGUF file (through
 // convert::SourceModel) or an RDRR pack (every tensor decoded through quant/, rdrr/tensor_decode.h), every
 // activation and accumulation in double, parameters from convert::read_hf_model_config / the GGUF metadata /
