@@ -104,7 +104,7 @@ struct Planned {
 Result<Planned> plan_and_place(const SourceModel& src, const ConvertOptions& o) {
   PlanOptions po;
   po.preset = o.preset;
-  po.q4k_layout = o.q4k_layout.value_or(quant::Layout::kColumnWise);
+  po.q4k_layout = *o.q4k_layout;  // resolved by convert_in_arena
   po.n_layers = static_cast<int>(src.config().architecture.num_layers);
   po.tied_embeddings = src.config().tied_embeddings;
   for (const std::string& spec : o.tensor_types) {

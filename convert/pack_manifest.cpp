@@ -30,7 +30,7 @@ std::string manifest_group(std::string_view name) {
 std::map<std::string, std::string> converter_flags(const ConvertOptions& o, bool fuse_gate_up) {
   std::map<std::string, std::string> f;
   f["quantize"] = std::string(preset_name(o.preset));
-  f["q4k-layout"] = std::string(quant::layout_name(o.q4k_layout.value_or(quant::Layout::kColumnWise)));
+  f["q4k-layout"] = std::string(quant::layout_name(*o.q4k_layout));  // resolved by convert_in_arena
   f["kv-dtype"] = std::string(kv_dtype_name(o.kv_dtype));
   f["fuse-gate-up"] = fuse_gate_up ? "true" : "false";
   f["shard-size"] = std::to_string(o.shard_size_bytes);

@@ -78,7 +78,6 @@ struct Executor::Impl {
   Buffer act[graph::kActivationCount];
   Buffer ids, pos, pos_table, tokens, gemv_scratch, attn_scratch, sample_scratch, inv_freq;
   Buffer inv_freq_long;  // LongRoPE's long-factor table (rotation(): passes ending past the original context)
-  RopeScaling rope;      // the manifest's scaling, as rope_frequencies takes it
   // The last position of the prefill() / decode call being recorded: LongRoPE picks its table per call, as
   // transformers does per forward pass (a prefill's chunks all use the table of its last position).
   uint32_t call_last_position = 0;
@@ -150,21 +149,18 @@ Status Executor::Impl::allocate() {
   const RopeConfig& r = pack.manifest().inference.rope;
   n_rot = static_cast<uint32_t>(std::lround(double(d.head_dim) * r.partial_rotary_factor)) & ~1u;
   if (r.scaling_type == rdrr::RopeScalingType::kLinear) rope_freq_scale = float(1.0 / r.scaling_factor.value_or(1.0));
-  rope = rope_scaling(r);
-  if (plan.needs_rope_table) {
-    // LongRoPE: the short table here (seq_len = the original context), the long one below.
-    const uint64_t seq_len = rope.type == RopeScalingType::kLongRope ? rope.original_max_position_embeddings : ctx;
+  if (!plan.needs_rope_table) return Status::Ok();
+  const RopeScaling rope = rope_scaling(r);
+  // The table for sequences of seq_len positions (rope_frequencies picks LongRoPE's set by it) into `out`.
+  auto upload_table = [&](uint64_t seq_len, const char* name, Buffer& out) -> Status {
     RDRR_ASSIGN_OR_RETURN(RopeFrequencies f, rope_frequencies(rope, r.theta, n_rot, seq_len));
     rope_mscale = f.mscale;
-    RDRR_ASSIGN_OR_RETURN(inv_freq, dev.allocate(f.inv_freq.size() * 4, "rope inv_freq"));
-    RDRR_RETURN_IF_ERROR(dev.upload(inv_freq.range(), std::as_bytes(std::span(f.inv_freq))));
-    if (rope.type == RopeScalingType::kLongRope) {
-      RDRR_ASSIGN_OR_RETURN(RopeFrequencies l, rope_frequencies(rope, r.theta, n_rot, seq_len + 1));
-      RDRR_ASSIGN_OR_RETURN(inv_freq_long, dev.allocate(l.inv_freq.size() * 4, "rope inv_freq long"));
-      RDRR_RETURN_IF_ERROR(dev.upload(inv_freq_long.range(), std::as_bytes(std::span(l.inv_freq))));
-    }
-  }
-  return Status::Ok();
+    RDRR_ASSIGN_OR_RETURN(out, dev.allocate(f.inv_freq.size() * 4, name));
+    return dev.upload(out.range(), std::as_bytes(std::span(f.inv_freq)));
+  };
+  if (rope.type != RopeScalingType::kLongRope) return upload_table(ctx, "rope inv_freq", inv_freq);
+  RDRR_RETURN_IF_ERROR(upload_table(rope.original_max_position_embeddings, "rope inv_freq", inv_freq));
+  return upload_table(uint64_t{rope.original_max_position_embeddings} + 1, "rope inv_freq long", inv_freq_long);
 }
 
 Status Executor::Impl::record_matmul(const Step& s, const BufferRange& x, const BufferRange& y, uint32_t m) {
@@ -328,7 +324,9 @@ KvRope Executor::Impl::rotation(const Step& s, const BufferRange& pos_range) con
   if (s.local()) {
     rot.theta_base = static_cast<float>(r.local_theta.value_or(r.theta));
   } else if (s.freq_table) {
-    rot.inv_freq = longrope_uses_long(rope, call_last_position) ? inv_freq_long.range() : inv_freq.range();
+    const bool long_table = r.scaling_type == rdrr::RopeScalingType::kLongRope &&
+                            longrope_uses_long(r.original_max_positions.value_or(0), call_last_position);
+    rot.inv_freq = long_table ? inv_freq_long.range() : inv_freq.range();
     rot.mscale = rope_mscale;
   } else {
     rot.theta_base = static_cast<float>(r.theta);

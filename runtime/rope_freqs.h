@@ -41,10 +41,10 @@ struct RopeScaling {
   std::vector<double> freq_factors;
 };
 
-// LongRoPE's factor set for a forward pass whose last position is `last_position` (transformers'
-// longrope_frequency_update: long when last_position + 1 > original_max_position_embeddings).
-inline bool longrope_uses_long(const RopeScaling& s, uint64_t last_position) {
-  return s.type == RopeScalingType::kLongRope && last_position + 1 > s.original_max_position_embeddings;
+// Whether LongRoPE rotates a forward pass whose last position is `last_position` with its long factors
+// (transformers' longrope_frequency_update: last_position + 1 > original_max_position_embeddings).
+inline bool longrope_uses_long(uint64_t original_max_position_embeddings, uint64_t last_position) {
+  return last_position + 1 > original_max_position_embeddings;
 }
 
 struct RopeFrequencies {
