@@ -101,6 +101,49 @@ struct Planned {
   uint64_t bytes_in = 0;
 };
 
+using KeepSeparate = std::function<bool(const std::vector<std::string>&, const ModelConfig&)>;
+
+// Which projections stay unfused: a layer's parts the preset would give different types (q4_k_m's Q6_K v_proj on
+// use_more_bits layers beside Q4_K q/k: fusing would change their bits), or one a --tensor-type override selects
+// (the override would not match the fused name). So fusion rearranges rows and never changes a weight's type.
+KeepSeparate keep_separate_rule(std::vector<TensorTypeOverride> overrides, Preset preset) {
+  PlanOptions po;
+  po.preset = preset;
+  po.overrides = std::move(overrides);
+  return KeepSeparate([po](const std::vector<std::string>& names, const ModelConfig& config) {
+    std::vector<PlanInput> in;
+    for (const std::string& n : names) {
+      for (const TensorTypeOverride& ov : po.overrides) {
+        if (std::regex_match(n, ov.regex)) return true;
+      }
+      in.push_back({n, {256, 256}});  // the preset's choice for a 2-D weight does not depend on its size
+    }
+    PlanOptions model_po = po;
+    model_po.n_layers = static_cast<int>(config.architecture.num_layers);
+    model_po.tied_embeddings = config.tied_embeddings;
+    const Result<std::vector<PlanEntry>> plan = plan_tensors(in, model_po);
+    if (!plan.ok()) return true;
+    return std::any_of(plan->begin(), plan->end(), [&](const PlanEntry& e) { return e.dtype != plan->front().dtype; });
+  });
+}
+
+}  // namespace
+
+Result<SourceOptions> source_options(const ConvertOptions& o) {
+  std::vector<TensorTypeOverride> overrides;
+  for (const std::string& spec : o.tensor_types) {
+    RDRR_ASSIGN_OR_RETURN(TensorTypeOverride ov, parse_tensor_type_override(spec));
+    overrides.push_back(std::move(ov));
+  }
+  SourceOptions so;
+  so.fuse_gate_up = o.fuse_gate_up.value_or(preset_is_quantized(o.preset));
+  so.fuse_qkv = o.fuse_qkv.value_or(preset_is_quantized(o.preset));
+  so.keep_separate = keep_separate_rule(std::move(overrides), o.preset);
+  return so;
+}
+
+namespace {
+
 Result<Planned> plan_and_place(const SourceModel& src, const ConvertOptions& o) {
   PlanOptions po;
   po.preset = o.preset;
@@ -207,8 +250,10 @@ Result<uint64_t> add_goldens(PackWriter& pack, Manifest& manifest, const Convert
 }
 
 Result<ConvertReport> convert_in_arena(ConvertOptions o, int threads, Clock::time_point start) {
-  const bool fuse = o.fuse_gate_up.value_or(preset_is_quantized(o.preset));
-  RDRR_ASSIGN_OR_RETURN(SourceModel src, SourceModel::open(o.src, {.fuse_gate_up = fuse}));
+  RDRR_ASSIGN_OR_RETURN(const SourceOptions so, source_options(o));
+  RDRR_ASSIGN_OR_RETURN(SourceModel src, SourceModel::open(o.src, so));
+  o.fuse_gate_up = so.fuse_gate_up;
+  o.fuse_qkv = so.fuse_qkv;
   if (!o.q4k_layout) {
     o.q4k_layout = src.format() == SourceFormat::kGguf ? quant::Layout::kRowWise : quant::Layout::kColumnWise;
   }
@@ -265,7 +310,7 @@ Result<ConvertReport> convert_in_arena(ConvertOptions o, int threads, Clock::tim
   mi.shards = shards;
   mi.tokenizer_files = tokenizer;
   mi.source_files = std::move(source_files);
-  mi.flags = converter_flags(o, fuse);
+  mi.flags = converter_flags(o);
   if (o.calibrator) mi.flags["calibration"] = report.calibration;
   for (const TensorStats& s : stats) mi.tensor_sha256.push_back(s.sha256_hex);
   mi.kv_dtype = o.kv_dtype;

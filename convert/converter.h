@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "convert/plan.h"
+#include "convert/source.h"
 #include "quant/dtype.h"
 #include "quant/status.h"
 #include "rdrr/manifest.h"
@@ -104,6 +105,9 @@ struct ConvertOptions {
   std::optional<quant::Layout> q4k_layout;
   KvDtype kv_dtype = KvDtype::kF16;  // KV cache precision of the execution graph
   std::optional<bool> fuse_gate_up;            // default: preset_is_quantized(preset)
+  // q/k/v as one qkv_proj per layer (one matmul dispatch; SourceOptions::fuse_qkv says where). Default:
+  // preset_is_quantized(preset).
+  std::optional<bool> fuse_qkv;
   std::vector<std::string> tensor_types;       // "REGEX=TYPE" overrides, first match wins
   uint64_t shard_size_bytes = kDefaultShardSizeBytes;
   int threads = 0;                             // 0: all hardware threads
@@ -164,5 +168,10 @@ struct ConvertReport {
 // conversion with the planner's / checker's code (kUnsupported: no kernel of this build reads a tensor's
 // dtype / layout; kValidation: a tensor the graph needs is missing or misshapen), and nothing is committed.
 Result<ConvertReport> convert_model(const ConvertOptions& options);
+
+// How the conversion opens its source: gate+up and q/k/v fusion (defaults: preset_is_quantized), and the layers
+// that stay unfused (parts the preset would type differently, or a --tensor-type override selects: fusion only
+// rearranges rows). Tests open a source with it to compare a pack tensor by tensor. Errors: a bad override.
+Result<SourceOptions> source_options(const ConvertOptions& options);
 
 }  // namespace rdrr::convert

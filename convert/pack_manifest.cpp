@@ -27,12 +27,14 @@ std::string manifest_group(std::string_view name) {
   return "head";
 }
 
-std::map<std::string, std::string> converter_flags(const ConvertOptions& o, bool fuse_gate_up) {
+// `o` as convert_in_arena resolved it (layout and fusion defaults filled in).
+std::map<std::string, std::string> converter_flags(const ConvertOptions& o) {
   std::map<std::string, std::string> f;
   f["quantize"] = std::string(preset_name(o.preset));
   f["q4k-layout"] = std::string(quant::layout_name(*o.q4k_layout));  // resolved by convert_in_arena
   f["kv-dtype"] = std::string(kv_dtype_name(o.kv_dtype));
-  f["fuse-gate-up"] = fuse_gate_up ? "true" : "false";
+  f["fuse-gate-up"] = o.fuse_gate_up.value_or(false) ? "true" : "false";
+  f["fuse-qkv"] = o.fuse_qkv.value_or(false) ? "true" : "false";
   f["shard-size"] = std::to_string(o.shard_size_bytes);
   f["allow-nonfinite"] = o.allow_nonfinite ? "true" : "false";
   for (size_t i = 0; i < o.tensor_types.size(); ++i) f["tensor-type." + std::to_string(i)] = o.tensor_types[i];

@@ -33,7 +33,7 @@ std::string manifest_group(std::string_view name);
 
 // The options that influence the output, in canonical spelling (no paths, no thread count); q4k_layout must be
 // resolved (convert_model resolves it from the source's format).
-std::map<std::string, std::string> converter_flags(const ConvertOptions& options, bool fuse_gate_up);
+std::map<std::string, std::string> converter_flags(const ConvertOptions& options);
 
 // "Q4_K_M", "F16", ...
 std::string quantization_label(Preset preset);

@@ -309,7 +309,7 @@ StoredMatrix stored_slice(const StoredMatrix& m, int64_t first, int64_t n, bool 
 // Phi-3's fused qkv_proj (HF self_attn.qkv_proj, GGUF attn_qkv; rows q, then k, then v) and its bias become
 // q_proj / k_proj / v_proj by row ranges of the stored matrix, so the graph's separate projections run them and
 // every tensor's rows pass through unchanged.
-Status SourceModel::split_qkv() {
+Status SourceModel::split_qkv(bool split_weight) {
   const Architecture& a = config_.architecture;
   std::set<std::string> names;
   for (const SourceTensor& t : tensors_) names.insert(t.name);
@@ -319,13 +319,24 @@ Status SourceModel::split_qkv() {
   out.reserve(tensors_.size());
   for (SourceTensor& t : tensors_) {
     const std::optional<ParsedModelTensor> p = parse_model_tensor_name(t.name);
-    const bool weight = p && p->tensor == ModelTensor::kQkvProj, bias = p && p->tensor == ModelTensor::kQkvBias;
+    const bool weight = p && p->tensor == ModelTensor::kQkvProj;
+    const bool bias = p && p->tensor == ModelTensor::kQkvBias;
     if ((!weight && !bias) || t.parts.size() != 1) {
       out.push_back(std::move(t));
       continue;
     }
     const ModelTensor w[] = {ModelTensor::kQProj, ModelTensor::kKProj, ModelTensor::kVProj};
     const ModelTensor b[] = {ModelTensor::kQBias, ModelTensor::kKBias, ModelTensor::kVBias};
+    if (weight && !split_weight) {  // kept fused: none of the three may be stored beside it
+      for (ModelTensor one : w) {
+        const std::string name = model_tensor_name(one, p->layer);
+        if (names.count(name) > 0) {
+          return error(StatusCode::kValidation, "tensor " + name + ": given both alone and inside " + t.name);
+        }
+      }
+      out.push_back(std::move(t));
+      continue;
+    }
     const int64_t first[] = {0, q, q + kv}, rows[] = {q, kv, kv};
     if (bias && quant::ggml_block_elems(t.parts[0].stored.type) != 1) {
       return error(StatusCode::kUnsupported, "tensor " + t.name + ": a block-quantized 1-D qkv bias cannot be split");
@@ -342,6 +353,44 @@ Status SourceModel::split_qkv() {
   }
   tensors_ = std::move(out);
   return Status::Ok();
+}
+
+// Per layer, the tensors `parts` (each one stored matrix) become one virtual tensor `fused` with their rows stacked
+// in that order. A layer whose parts differ in storage type stays unfused, so a GGUF's blocks still pass through
+// as they are (e.g. llama.cpp's Q4_K_M gives some layers' v_proj Q6_K and their q_proj / k_proj Q4_K); so does
+// one with a part options.keep_separate names.
+void SourceModel::fuse_rows(ModelTensor fused, std::initializer_list<ModelTensor> parts, const SourceOptions& options) {
+  std::map<std::string, size_t> index;
+  for (size_t i = 0; i < tensors_.size(); ++i) index[tensors_[i].name] = i;
+  std::vector<bool> drop(tensors_.size(), false);
+  for (uint32_t l = 0; l < config_.architecture.num_layers; ++l) {
+    std::vector<size_t> at;
+    std::vector<std::string> names;
+    for (ModelTensor p : parts) {
+      const auto it = index.find(model_tensor_name(p, l));
+      if (it == index.end() || tensors_[it->second].parts.size() != 1) break;
+      if (!at.empty() && tensors_[it->second].parts[0].stored.type != tensors_[at[0]].parts[0].stored.type) break;
+      at.push_back(it->second);
+      names.push_back(it->first);
+    }
+    if (at.size() != parts.size() || (options.keep_separate && options.keep_separate(names, config_))) continue;
+    SourceTensor& first = tensors_[at[0]];
+    first.name = model_tensor_name(fused, l);
+    for (size_t j = 1; j < at.size(); ++j) {
+      SourceTensor& next = tensors_[at[j]];
+      const int64_t row_begin = first.shape[0];
+      first.shape[0] += next.shape[0];
+      first.parts.push_back({std::move(next.parts[0].stored), row_begin});
+      drop[at[j]] = true;
+    }
+  }
+  size_t w = 0;
+  for (size_t i = 0; i < tensors_.size(); ++i) {
+    if (drop[i]) continue;
+    if (w != i) tensors_[w] = std::move(tensors_[i]);
+    ++w;
+  }
+  tensors_.resize(w);
 }
 
 // Shape checks, required tensors, qkv split, gate+up fusion, writer order.
@@ -369,30 +418,11 @@ Status SourceModel::finish(const SourceOptions& options) {
   for (const std::string& n : required_names(config_, present)) {
     if (present.count(n) == 0) return error(StatusCode::kNotFound, "tensor " + n + ": missing from the input");
   }
-  RDRR_RETURN_IF_ERROR(split_qkv());
+  RDRR_RETURN_IF_ERROR(split_qkv(!options.fuse_qkv));
+  using M = ModelTensor;
+  if (options.fuse_qkv) fuse_rows(M::kQkvProj, {M::kQProj, M::kKProj, M::kVProj}, options);
   if (options.fuse_gate_up && config_.inference.ffn.gated) {
-    std::map<std::string, size_t> index;
-    for (size_t i = 0; i < tensors_.size(); ++i) index[tensors_[i].name] = i;
-    std::vector<bool> drop(tensors_.size(), false);
-    for (uint32_t l = 0; l < config_.architecture.num_layers; ++l) {
-      const auto g = index.find(model_tensor_name(ModelTensor::kGateProj, l));
-      const auto u = index.find(model_tensor_name(ModelTensor::kUpProj, l));
-      if (g == index.end() || u == index.end()) continue;
-      SourceTensor& gate = tensors_[g->second];
-      SourceTensor& up = tensors_[u->second];
-      gate.name = model_tensor_name(ModelTensor::kGateUpProj, l);
-      gate.shape[0] += up.shape[0];
-      const int64_t up_row_begin = gate.parts[0].stored.rows;
-      gate.parts.push_back({std::move(up.parts[0].stored), up_row_begin});
-      drop[u->second] = true;
-    }
-    size_t w = 0;
-    for (size_t i = 0; i < tensors_.size(); ++i) {
-      if (drop[i]) continue;
-      if (w != i) tensors_[w] = std::move(tensors_[i]);
-      ++w;
-    }
-    tensors_.resize(w);
+    fuse_rows(M::kGateUpProj, {M::kGateProj, M::kUpProj}, options);
   }
   std::sort(tensors_.begin(), tensors_.end(),
             [](const SourceTensor& a, const SourceTensor& b) { return order_key(a.name) < order_key(b.name); });

@@ -12,9 +12,11 @@
 //    uses n_head, k uses n_kv_head). Gemma norms stay as stored (they hold 1 + w; the config records offset 0).
 //  - Storage types: F32/F16/BF16 and every GGUF block type quant/legacy_dequant.h decodes. A block-quantized
 //    part whose type and layout equal the output's can be copied bit-exactly (raw_copy_possible()).
-//  - Phi-3's fused qkv_proj (and a fused qkv bias) becomes q_proj / k_proj / v_proj by row ranges of the
-//    stored matrix (split_qkv: byte ranges, rows unchanged); a checkpoint that also stores one of them alone is
-//    kValidation.
+//  - With fuse_qkv, a layer's q_proj, k_proj and v_proj become one virtual qkv_proj (rows q, k, v) where the
+//    three share a storage type; a stored qkv_proj (Phi-3) stays. Without it, Phi-3's fused qkv_proj becomes
+//    q_proj / k_proj / v_proj by row ranges of the stored matrix (split_qkv: byte ranges, rows unchanged). A
+//    fused qkv bias is always split (the graph adds q, k and v biases after the split); a checkpoint that also
+//    stores one of them alone is kValidation.
 // Tied embeddings: an lm_head.weight stored next to a tied embedding is dropped (with a warning), as is an HF
 // rotary_emb.inv_freq. A GGUF's rope_freqs / rope_factors_* tensors are read into the manifest's RoPE
 // (model_config_from_gguf), not weights. HF tensors outside the text model (a vision tower, its projector) are
@@ -24,6 +26,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <span>
@@ -37,6 +41,7 @@
 #include "quant/legacy_dequant.h"
 #include "quant/status.h"
 #include "rdrr/manifest.h"
+#include "rdrr/model_tensors.h"
 
 namespace rdrr::convert {
 
@@ -76,6 +81,12 @@ struct SourceFile {
 
 struct SourceOptions {
   bool fuse_gate_up = true;
+  // q_proj, k_proj and v_proj of a layer become one virtual qkv_proj (q rows, then k, then v) where the three are
+  // stored in one type; a stored qkv_proj (Phi-3) stays fused. Off: a stored qkv_proj is split into the three.
+  bool fuse_qkv = false;
+  // Called with a layer's part names (q, k, v or gate, up); true keeps them unfused (the converter: where the
+  // plan would give them different types, or a --tensor-type override selects one).
+  std::function<bool(const std::vector<std::string>& part_names, const ModelConfig& config)> keep_separate = nullptr;
 };
 
 class SourceModel {
@@ -102,7 +113,8 @@ class SourceModel {
   Status load_safetensors(const std::filesystem::path& folder, const SourceOptions& options);
   Status load_gguf(const std::filesystem::path& file, const SourceOptions& options);
   Status finish(const SourceOptions& options);
-  Status split_qkv();
+  Status split_qkv(bool split_weight);
+  void fuse_rows(ModelTensor fused, std::initializer_list<ModelTensor> parts, const SourceOptions& options);
 
   SourceFormat format_ = SourceFormat::kSafetensors;
   ModelConfig config_;

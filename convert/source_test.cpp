@@ -202,11 +202,60 @@ TEST(Source, Phi3QkvSplitIntoRowRanges) {
       {"dtype", "BF16"}, {"shape", {256, 256}}, {"data_offsets", {data.size(), data.size() + 256 * 256 * 2}}};
   data.append(256 * 256 * 2, '\0');
   testing::write_file(bad / "model.safetensors", testing::safetensors_bytes(header.dump(), data));
-  const Result<SourceModel> dup = SourceModel::open(bad, {.fuse_gate_up = true});
-  EXPECT_EQ(dup.status().code(), StatusCode::kValidation) << dup.status().to_string();
-  EXPECT_NE(dup.status().message().find("model.layers.0.self_attn.q_proj.weight: given both alone and inside"),
-            std::string::npos)
-      << dup.status().to_string();
+  for (bool fuse_qkv : {false, true}) {
+    const Result<SourceModel> dup = SourceModel::open(bad, {.fuse_gate_up = true, .fuse_qkv = fuse_qkv});
+    EXPECT_EQ(dup.status().code(), StatusCode::kValidation) << dup.status().to_string();
+    EXPECT_NE(dup.status().message().find("model.layers.0.self_attn.q_proj.weight: given both alone and inside"),
+              std::string::npos)
+        << dup.status().to_string();
+  }
+  // With fuse_qkv the stored qkv_proj stays one tensor (one stored part, its own bytes).
+  Result<SourceModel> kept = SourceModel::open(dir, {.fuse_gate_up = true, .fuse_qkv = true});
+  ASSERT_TRUE(kept.ok()) << kept.status().to_string();
+  const SourceTensor* fused = find(*kept, "model.layers.1.self_attn.qkv_proj.weight");
+  ASSERT_NE(fused, nullptr);
+  EXPECT_EQ(fused->parts.size(), 1u);
+  EXPECT_EQ(all_rows(*fused), qkv);
+  EXPECT_EQ(find(*kept, "model.layers.1.self_attn.q_proj.weight"), nullptr);
+}
+
+// fuse_qkv stacks q, k and v rows per layer (HF); a GGUF layer whose three are stored in different types (llama.cpp's
+// Q4_K_M gives use_more_bits layers a Q6_K v_proj) stays unfused so its blocks pass through.
+TEST(Source, FuseQkvStacksRowsWhereTheTypesAgree) {
+  Result<SourceModel> m = SourceModel::open(hf("tiny-llama"), {.fuse_gate_up = true, .fuse_qkv = true});
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  EXPECT_EQ(m->tensors().size(), 15u);  // 21 stored: gate+up and q+k+v fused in 2 layers
+  const SourceTensor* qkv = find(*m, "model.layers.1.self_attn.qkv_proj.weight");
+  ASSERT_NE(qkv, nullptr);
+  ASSERT_EQ(qkv->parts.size(), 3u);
+  const SafeTensorsFile f = SafeTensorsFile::open(hf("tiny-llama") / "model.safetensors").value();
+  std::vector<float> want;
+  for (const char* name : {"q_proj", "k_proj", "v_proj"}) {
+    EXPECT_EQ(find(*m, std::string("model.layers.1.self_attn.") + name + ".weight"), nullptr) << name;
+    const std::vector<float> rows = read_as_f32(**f.get(std::string("model.layers.1.self_attn.") + name + ".weight")).value();
+    want.insert(want.end(), rows.begin(), rows.end());
+  }
+  EXPECT_EQ(qkv->shape, (std::vector<int64_t>{static_cast<int64_t>(want.size() / 256), 256}));
+  EXPECT_EQ(qkv->parts[1].row_begin, 256);
+  EXPECT_EQ(all_rows(*qkv), want);
+
+  Result<SourceModel> g = SourceModel::open(gguf("tiny-llama"), {.fuse_gate_up = true, .fuse_qkv = true});
+  ASSERT_TRUE(g.ok()) << g.status().to_string();
+  size_t fused = 0, separate = 0;
+  for (uint32_t l = 0; l < 2; ++l) {
+    const std::string at = "model.layers." + std::to_string(l) + ".self_attn.";
+    if (const SourceTensor* t = find(*g, at + "qkv_proj.weight")) {
+      ++fused;
+      for (const SourcePart& p : t->parts) EXPECT_EQ(p.stored.type, t->parts[0].stored.type) << t->name;
+      EXPECT_EQ(t->parts[0].stored.permute_heads, 8);  // each part keeps its own row order
+      EXPECT_EQ(t->parts[2].stored.permute_heads, 0);
+    } else {
+      ++separate;
+      EXPECT_NE(find(*g, at + "v_proj.weight")->source_dtype(), find(*g, at + "q_proj.weight")->source_dtype());
+    }
+  }
+  EXPECT_EQ(fused, 1u);
+  EXPECT_EQ(separate, 1u);
 }
 
 TEST(Source, MissingSourceIsNotFound) {

@@ -22,6 +22,7 @@ constexpr Op kAttnOps[] = {Op::kAttention};
 constexpr Op kActOps[] = {Op::kGatedAct};
 constexpr Op kUnaryOps[] = {Op::kUnary};
 constexpr Op kSampleOps[] = {Op::kSample};
+constexpr Op kSplitOps[] = {Op::kSplit};
 
 // logit_softcap's parameter c: finalLogitSoftcapping, finite and > 0.
 Result<float> final_softcap(const Manifest& m) {
@@ -115,6 +116,13 @@ constexpr OpInfo kOps[] = {
      "per-head rmsnorm of q over headDim"},
     {"q_proj", P::kLayer, W::kMatmul, L::kNone, kMatmulOps, "", D::kMatmul, {B::kNormed, kNo}, {B::kQ, kNo}, 0, nullptr,
      "q = normed W^T"},
+    {"qkv_proj", P::kLayer, W::kMatmul, L::kNone, kMatmulOps, "", D::kMatmul,
+     {B::kNormed, kNo}, {B::kQkv, kNo}, 0, nullptr,
+     "qkv = normed W^T (fused [(H + 2 KV) hd, D] weight: q rows, then k, then v)"},
+    {"qkv_split", P::kLayer, W::kNone, L::kNone, kSplitOps, "split_qkv", D::kSplitQkv,
+     {B::kQkv, kNo}, {B::kQ, B::kK, B::kV}, 0, nullptr,
+     "q, k, v = the q, k and v columns of qkv (no dispatch where the runtime keeps a one-row pass's q, k and v "
+     "in qkv itself)"},
     {"residual", P::kLayer, W::kNone, L::kNone, kAddOps, "add", D::kResidual,
      {B::kHidden, B::kProj}, {B::kHidden, kNo}, kAddsOwnOutput, nullptr,
      "hidden += proj"},
@@ -145,7 +153,7 @@ constexpr OpInfo kOps[] = {
 };
 
 constexpr std::string_view kBufNames[] = {"hidden", "normed", "q",      "k",         "v",        "attn",
-                                          "proj",   "gate",   "up",     "gate_up",   "act",      "logits",
+                                          "proj",   "gate",   "up",     "gate_up",   "qkv",   "act",      "logits",
                                           "token ids", "kv cache", "token", "-"};
 static_assert(std::size(kBufNames) == static_cast<size_t>(Buf::kNone) + 1);
 
@@ -166,7 +174,7 @@ std::string weight_text(const OpInfo& o) {
   return "?";
 }
 
-std::string buffers_text(const std::array<Buf, 2>& bufs) {
+std::string buffers_text(const BufList& bufs) {
   std::string out;
   for (Buf b : bufs) {
     if (b == Buf::kNone) continue;
@@ -250,6 +258,7 @@ uint32_t buffer_width(const Dims& d, Buf b) {
     case Buf::kUp:
     case Buf::kAct: return d.ff;
     case Buf::kGateUp: return 2 * d.ff;
+    case Buf::kQkv: return (d.heads + 2 * d.kv_heads) * d.head_dim;
     case Buf::kLogits: return d.vocab;
     default: return 0;
   }

@@ -56,6 +56,7 @@ enum class Buf : uint8_t {
   kGate,     // [M, F]
   kUp,       // [M, F]
   kGateUp,   // [M, 2F] fused gate_up output, gate rows first
+  kQkv,      // [M, (H + 2 KV) * hd] fused qkv_proj output: q, then k, then v
   kAct,      // [M, F]
   kLogits,   // [R, V] R = rows the post-layer phase runs for (last token, or every prompt token on request)
   kTokenIds,  // uint32 [M] the pass's token ids
@@ -92,6 +93,7 @@ enum class Dispatch : uint8_t {
   kResidual,      // hidden += proj
   kUnary,         // writes[0] = f(reads[0], param) elementwise: the row's kernel (Op::kUnary) and param
   kSample,
+  kSplitQkv,      // qkv -> q, k, v (skipped where the executor lays q, k, v out as qkv's row 0: one-row passes)
 };
 
 // Facts the graph checker's layer rules read (SPEC 9.3).
@@ -103,6 +105,22 @@ enum OpFlag : uint32_t {
   kLocal = 1u << 4,            // sliding_attention layers only (local rope theta, sliding window)
   kAddsOwnOutput = 1u << 5,    // adds this layer's output (proj) to hidden
   kAddsPrevOutput = 1u << 6,   // adds the previous layer's output to hidden (in place of its kAddsOwnOutput step)
+};
+
+// The buffers an op reads or writes, kNone-padded.
+struct BufList {
+  std::array<Buf, 3> at{Buf::kNone, Buf::kNone, Buf::kNone};
+  constexpr BufList(Buf a = Buf::kNone, Buf b = Buf::kNone, Buf c = Buf::kNone) : at{a, b, c} {}
+  constexpr Buf operator[](size_t i) const { return at[i]; }
+  constexpr auto begin() const { return at.begin(); }
+  constexpr auto end() const { return at.end(); }
+  // The last entry that is not kNone (kNone for an empty list).
+  constexpr Buf last() const {
+    for (size_t i = at.size(); i-- > 0;) {
+      if (at[i] != Buf::kNone) return at[i];
+    }
+    return Buf::kNone;
+  }
 };
 
 struct OpInfo {
@@ -117,8 +135,8 @@ struct OpInfo {
   // empty where the kernel depends on the weight, the KV cache type or the rope scaling.
   std::string_view kernel;
   Dispatch dispatch;
-  std::array<Buf, 2> reads;   // kNone-padded
-  std::array<Buf, 2> writes;  // kNone-padded
+  BufList reads;
+  BufList writes;
   uint32_t flags;             // OpFlag bits
   // kUnary ops: the kernel's parameter from the manifest (e.g. logit_softcap's finalLogitSoftcapping), or a
   // kValidation error naming the field; the graph checker calls it, the executor passes the value. nullptr: none.
@@ -127,7 +145,7 @@ struct OpInfo {
 
   bool has(OpFlag f) const { return (flags & f) != 0; }
   Buf input() const { return reads[0]; }                                  // the first buffer read
-  Buf output() const { return writes[1] != Buf::kNone ? writes[1] : writes[0]; }  // the last buffer written
+  Buf output() const { return writes.last(); }                             // the last buffer written
 };
 
 std::span<const OpInfo> all_ops();

@@ -124,9 +124,17 @@ Status Planner::attention_steps(LayerSteps& ls) const {
   // The previous layer's residual add is fused into this layer's first norm (one dispatch fewer per layer);
   // only the last layer keeps its `residual` step.
   ls.step(layer == 0 ? "attn_norm" : "residual_attn_norm", M::kInputNorm);
-  RDRR_RETURN_IF_ERROR(ls.matmul("q_proj", M::kQProj));
-  RDRR_RETURN_IF_ERROR(ls.matmul("k_proj", M::kKProj));
-  RDRR_RETURN_IF_ERROR(ls.matmul("v_proj", M::kVProj));
+  if (has(model_tensor_name(M::kQkvProj, layer))) {
+    // A fused qkv_proj (Phi-3's, or the converter's --fuse-qkv): one matmul, then the split; the placeholder
+    // keeps the step count of a layer with separate projections.
+    RDRR_RETURN_IF_ERROR(ls.matmul("qkv_proj", M::kQkvProj));
+    ls.step("qkv_split");
+    ls.out.emplace_back(std::nullopt);
+  } else {
+    RDRR_RETURN_IF_ERROR(ls.matmul("q_proj", M::kQProj));
+    RDRR_RETURN_IF_ERROR(ls.matmul("k_proj", M::kKProj));
+    RDRR_RETURN_IF_ERROR(ls.matmul("v_proj", M::kVProj));
+  }
   const bool bias = inf.attention.attention_bias;
   ls.optional(bias, "q_bias", M::kQBias, "add_bias");
   ls.optional(bias, "k_bias", M::kKBias, "add_bias");
@@ -166,11 +174,6 @@ Status Planner::ffn_steps(LayerSteps& ls) const {
 }
 
 Result<std::vector<LayerStep>> Planner::layer_steps(uint32_t layer, Pass pass) const {
-  if (const std::string qkv = model_tensor_name(M::kQkvProj, layer); has(qkv)) {
-    return error(StatusCode::kUnsupported, "tensor " + qkv +
-                                               ": a fused qkv projection is not supported by the v1 graph "
-                                               "(the executor needs separate q_proj / k_proj / v_proj)");
-  }
   if (!m.inference.ffn.gated) {
     return error(StatusCode::kUnsupported, "inference.ffn.gatedActivation is false: no v1 graph op runs a "
                                            "non-gated feed-forward block");

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "kernels/digest_table.h"
+#include "graph/graph_check.h"
 #include "graph/graph_ops.h"
 #include "kernels/kernel_choice.h"
 #include "kernels/registry.h"
@@ -115,6 +116,47 @@ TEST(GraphPlan, SlidingAndFullLayersGetTheirOwnAttention) {
     }
     EXPECT_EQ(runs, m.architecture.num_layers);
   }
+}
+
+// A layer with a fused qkv_proj runs it and qkv_split in place of q_proj / k_proj / v_proj; the other layers keep
+// theirs (one group each), and the graph passes the checker.
+TEST(GraphPlan, FusedQkvLayersRunOneMatmulAndTheSplit) {
+  Manifest m = testing::tiny_gemma3_manifest();
+  m.inference.execution.reset();
+  const std::string at = "model.layers.0.self_attn.";
+  uint64_t rows = 0;
+  for (const TensorEntry& t : m.tensors) {
+    if (t.name == at + "q_proj.weight" || t.name == at + "k_proj.weight" || t.name == at + "v_proj.weight") {
+      rows += t.shape[0];
+    }
+  }
+  for (TensorEntry& t : m.tensors) {
+    if (t.name == at + "q_proj.weight") {
+      t.name = at + "qkv_proj.weight";
+      t.shape[0] = rows;
+    }
+  }
+  std::erase_if(m.tensors, [&](const TensorEntry& t) { return t.name == at + "k_proj.weight" || t.name == at + "v_proj.weight"; });
+  Result<ExecutionGraph> g = plan_execution_graph(m);
+  ASSERT_TRUE(g.ok()) << g.status().to_string();
+  m.inference.execution = *g;
+  const Status checked = check_execution_graph(m, {});
+  ASSERT_TRUE(checked.ok()) << checked.to_string();
+  for (const auto* phase : {&g->prefill, &g->decode}) {
+    const auto qkv = op_kernels(m, *phase, "qkv_proj");
+    ASSERT_EQ(qkv.size(), 1u);
+    EXPECT_EQ(qkv[0].first, (std::vector<uint32_t>{0}));
+    const auto split = op_kernels(m, *phase, "qkv_split");
+    ASSERT_EQ(split.size(), 1u);
+    EXPECT_EQ(split[0].first, (std::vector<uint32_t>{0}));
+    EXPECT_EQ(split[0].second, "split_qkv");
+    for (std::string_view op : {"q_proj", "k_proj", "v_proj"}) {
+      for (const auto& [layers, kernel] : op_kernels(m, *phase, op)) {
+        EXPECT_EQ(std::count(layers.begin(), layers.end(), 0u), 0) << op;
+      }
+    }
+  }
+  EXPECT_EQ(g->kernels.count("split_qkv"), 1u);
 }
 
 TEST(GraphPlan, KvDtypeIsRecordedAsPrecision) {

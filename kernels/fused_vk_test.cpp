@@ -1,5 +1,6 @@
 // Per-head Q/K RMSNorm (plain and 1+w), residual add fused with RMSNorm, logit soft-capping and the split
-// gated activation over a fused gate_up output, vs double-precision CPU references on NaN-poisoned outputs.
+// gated activation over a fused gate_up output, the row split of a fused qkv output, vs double-precision CPU
+// references on NaN-poisoned outputs.
 // Each case is an OpCase (op_test_util.h).
 #include <cmath>
 #include <string>
@@ -198,4 +199,45 @@ TEST_F(FusedTest, SplitGluReadsGateThenUpPerToken) {
 }
 
 }  // namespace
+
+// q[t] = qkv[t][0, n_q), k[t] = qkv[t][n_q, n_q + n_kv), v[t] = the rest: a copy, so bit-exact.
+OpCase split_qkv_case(uint32_t n_q, uint32_t n_kv, uint32_t tokens) {
+  std::mt19937 rng(n_q * 7 + n_kv);
+  const uint32_t width = n_q + 2 * n_kv;
+  const std::vector<float> qkv = random_f32(rng, uint64_t{width} * tokens, -3.0f, 3.0f);
+  std::vector<double> q, k, v;
+  for (uint32_t t = 0; t < tokens; ++t) {
+    for (uint32_t c = 0; c < width; ++c) {
+      const double x = qkv[uint64_t{t} * width + c];
+      (c < n_q ? q : c < n_q + n_kv ? k : v).push_back(x);
+    }
+  }
+  OpCase oc;
+  oc.name = "split_qkv n_q=" + std::to_string(n_q) + " n_kv=" + std::to_string(n_kv) + " tokens=" + std::to_string(tokens);
+  oc.inputs = {testing::f32_input("qkv", {tokens, width}, qkv)};
+  oc.outputs = {testing::f32_output("q", {tokens, n_q}, q, Tolerance::bit_exact()),
+                testing::f32_output("k", {tokens, n_kv}, k, Tolerance::bit_exact()),
+                testing::f32_output("v", {tokens, n_kv}, v, Tolerance::bit_exact())};
+  oc.record = [=](runtime::Recorder& rec, const OpBindings& b) {
+    return runtime::record_split_qkv(rec, b["qkv"], b["q"], b["k"], b["v"], n_q, n_kv, tokens);
+  };
+  return oc;
+}
+
+TEST_F(FusedTest, SplitQkvCopiesEachTokensColumns) {
+  // GQA with odd widths (no column range on a workgroup boundary), one row (decode without the in-place
+  // layout), and more rows than a workgroup covers.
+  for (auto [n_q, n_kv, tokens] : {std::tuple{96u, 24u, 1u}, {100u, 36u, 5u}, {512u, 128u, 7u}}) {
+    testing::run_op_case(dev(), rec(), split_qkv_case(n_q, n_kv, tokens));
+  }
+  runtime::Buffer b = alloc(4 * 1024);
+  const Status s = runtime::record_split_qkv(rec(), b.range().sub(0, 640), b.range().sub(1024, 256),
+                                             b.range().sub(512, 64), b.range().sub(2048, 64), 64, 16, 1, "attn");
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("split_qkv attn [n_q=64 n_kv=16 tokens=1]: k overlaps qkv"), std::string::npos)
+      << s.message();
+  const Status z = runtime::record_split_qkv(rec(), b.range(), b.range(), b.range(), b.range(), 64, 0, 1, "attn");
+  EXPECT_EQ(z.code(), StatusCode::kInvalidArgument) << z.message();
+}
+
 }  // namespace rdrr::kernels

@@ -32,6 +32,8 @@ constexpr BindingInfo kRopeBindings[] = {{0, "x", Access::kRead}, {1, "pos", Acc
 constexpr BindingInfo kRopeFreqBindings[] = {
     {0, "x", Access::kRead}, {1, "pos", Access::kRead}, {2, "y", Access::kWrite}, {3, "freqs", Access::kRead}};
 constexpr BindingInfo kGluSplitBindings[] = {{0, "gate_up", Access::kRead}, {1, "out", Access::kWrite}};
+constexpr BindingInfo kSplitQkvBindings[] = {
+    {0, "qkv", Access::kRead}, {1, "q", Access::kWrite}, {2, "k", Access::kWrite}, {3, "v", Access::kWrite}};
 constexpr BindingInfo kAddNormBindings[] = {
     {0, "x", Access::kReadWrite}, {1, "res", Access::kRead}, {2, "w", Access::kRead}, {3, "y", Access::kWrite}};
 // Elementwise unary kernels (Op::kUnary): push {n, param, n_groups}.
@@ -149,6 +151,7 @@ std::string_view op_name(Op op) {
     case Op::kGemvReduce: return "gemv_reduce";
     case Op::kGemm: return "gemm";
     case Op::kKvAppendRope: return "kv_append_rope";
+    case Op::kSplit: return "split";
   }
   return "?";
 }

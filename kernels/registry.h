@@ -29,9 +29,10 @@ enum class Op : uint8_t {
   kGemvReduce,  // split-K merge of the column_wise GEMV partials
   kGemm,        // prefill matmul Y[M, N] = X[M, K] W^T (gemm.comp)
   kKvAppendRope,  // KV cache append with K rotated on the way in (kv_append.comp ROPE)
+  kSplit,         // row split of a fused projection's output (split.comp: qkv -> q, k, v)
 };
 // "dequant", "gemv", "rms_norm", "add", "gated_act", "rope", "add_rms_norm", "unary", "embed", "kv_append",
-// "attention", "attention_merge", "sample", "gemv_reduce", "gemm", "kv_append_rope"
+// "attention", "attention_merge", "sample", "gemv_reduce", "gemm", "kv_append_rope", "split"
 std::string_view op_name(Op op);
 
 enum class Access : uint8_t { kRead, kWrite, kReadWrite };

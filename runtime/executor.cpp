@@ -82,6 +82,11 @@ struct Executor::Impl {
   // transformers does per forward pass (a prefill's chunks all use the table of its last position).
   uint32_t call_last_position = 0;
   uint64_t pos_stride = 0;
+  // q, k and v of a one-row pass (decode) live in the qkv buffer's row 0 at their column offsets, so a fused
+  // qkv_proj writes them where the next steps read them and qkv_split records nothing. Needs the offsets of k
+  // and v binding-aligned; pass_rows is the row count of the pass being recorded.
+  bool qkv_in_place = false;
+  uint32_t pass_rows = 0;
   uint64_t token_stride = 0;
   uint32_t slot = 0;       // ring slot of the last sampled token (the next decode step's input)
   uint64_t gemv_lane_bytes = 0;  // one split-K scratch lane (binding-aligned)
@@ -106,8 +111,13 @@ struct Executor::Impl {
 
   BufferRange buf(Buf b) const { return act[static_cast<size_t>(b)].range(); }
   uint32_t width(Buf b) const { return graph::buffer_width(plan.dims, b); }
+  bool qkv_aliased() const { return qkv_in_place && pass_rows == 1; }
   BufferRange rows(Buf b, uint32_t first, uint32_t n) const {
     const uint64_t w = uint64_t{width(b)} * 4;
+    if (qkv_aliased() && (b == Buf::kQ || b == Buf::kK || b == Buf::kV)) {
+      const uint64_t q_bytes = uint64_t{width(Buf::kQ)} * 4, kv_bytes = uint64_t{width(Buf::kK)} * 4;
+      return buf(Buf::kQkv).sub(b == Buf::kQ ? 0 : b == Buf::kK ? q_bytes : q_bytes + kv_bytes, w).sub(first * w, n * w);
+    }
     return buf(b).sub(first * w, n * w);
   }
 
@@ -126,11 +136,14 @@ struct Executor::Impl {
 Status Executor::Impl::allocate() {
   const graph::Dims& d = plan.dims;
   for (size_t i = 0; i < graph::kActivationCount; ++i) {
-    const uint64_t bytes = uint64_t{batch} * width(static_cast<Buf>(i)) * 4;
+    const bool unused = static_cast<Buf>(i) == Buf::kQkv && !plan.fused_qkv;
+    const uint64_t bytes = unused ? 4 : uint64_t{batch} * width(static_cast<Buf>(i)) * 4;
     RDRR_ASSIGN_OR_RETURN(act[i], dev.allocate(std::max<uint64_t>(bytes, 4), "activations"));
   }
   RDRR_ASSIGN_OR_RETURN(ids, dev.allocate(uint64_t{batch} * 4, "token ids"));
   RDRR_ASSIGN_OR_RETURN(pos, dev.allocate(uint64_t{batch} * 4, "positions"));
+  const uint64_t q_bytes = uint64_t{width(Buf::kQ)} * 4, kv_bytes = uint64_t{width(Buf::kK)} * 4;
+  qkv_in_place = plan.fused_qkv && q_bytes % dev.binding_alignment() == 0 && kv_bytes % dev.binding_alignment() == 0;
   token_stride = dev.binding_alignment();
   RDRR_ASSIGN_OR_RETURN(tokens, dev.host_memory().allocate(kTokenSlots * token_stride, token_stride, "sampled tokens"));
   // Decode positions: one int32 per binding-aligned slot, so step p binds its own slot.
@@ -293,6 +306,10 @@ Status Executor::Impl::record_step(const Step& s, uint32_t m, uint32_t p0, uint3
       return record_glu_split(*rec,
                               inf.ffn.activation == rdrr::Activation::kGeluTanh ? Activation::kGeluTanh : Activation::kSilu,
                               rows(Buf::kGateUp, 0, m), rows(Buf::kAct, 0, m), d.ff, m, s.label);
+    case Dispatch::kSplitQkv:
+      if (qkv_aliased()) return Status::Ok();  // q, k, v already are qkv's row 0
+      return record_split_qkv(*rec, rows(Buf::kQkv, 0, m), rows(Buf::kQ, 0, m), rows(Buf::kK, 0, m), rows(Buf::kV, 0, m),
+                              width(Buf::kQ), width(Buf::kK), m, s.label);
     case Dispatch::kResidual:
       return record_add(*rec, rows(Buf::kHidden, 0, m), rows(Buf::kProj, 0, m), rows(Buf::kHidden, 0, m), m * d.d, s.label);
     case Dispatch::kUnary:
@@ -340,6 +357,7 @@ Status Executor::Impl::record_pass(const BufferRange& ids_range, const BufferRan
   // Every lane's tickets zeroed up front, beside the first steps: a lane's first matmul then needs no
   // barrier of its own.
   gemv_lane = 0;
+  pass_rows = m;
   for (uint32_t l = 0; plan.gemv_scratch_bytes != 0 && l < kGemvScratchLanes; ++l) {
     RDRR_RETURN_IF_ERROR(record_gemv_scratch_init(*rec, gemv_lane_range(l)));
   }

@@ -55,6 +55,7 @@ struct Compiler {
         return;
       }
       case Dispatch::kBias: step.n = graph::buffer_width(d, step.out()); return;
+      case Dispatch::kSplitQkv: plan.fused_qkv = true; return;
       case Dispatch::kHeadNorm:
       case Dispatch::kRope: step.n = step.out() == Buf::kQ ? d.heads : d.kv_heads; break;
       default: break;

@@ -52,6 +52,7 @@ struct Plan {
   std::shared_ptr<const std::set<std::string, std::less<>>> pinned;  // kernels map keys
   uint64_t gemv_scratch_bytes = 0;  // largest split-K scratch of the gemv steps
   bool needs_rope_table = false;    // some step runs rope_freqs, or kv_append_rope with a frequency-table scaling
+  bool fused_qkv = false;           // some layer runs qkv_proj (the executor allocates the qkv buffer)
 };
 
 // check_execution_graph (with digests), then maps every step to its op row, kernel, weight and buffers.

@@ -165,6 +165,11 @@ enum class Activation : uint32_t { kSilu = 0, kGeluTanh = 1 };
 // out = act(gate) * up, n f32 elements; out may equal gate or up.
 Status record_glu(Recorder& rec, Activation act, const BufferRange& gate, const BufferRange& up, const BufferRange& out,
                   uint32_t n, std::string_view label = "glu");
+// Row split of a fused qkv_proj output: qkv f32 [n_tokens, n_q + 2 n_kv] (q, then k, then v, per token) into
+// q f32 [n_tokens, n_q], k and v f32 [n_tokens, n_kv]; none of q, k, v may overlap qkv.
+Status record_split_qkv(Recorder& rec, const BufferRange& qkv, const BufferRange& q, const BufferRange& k,
+                        const BufferRange& v, uint32_t n_q, uint32_t n_kv, uint32_t n_tokens, std::string_view label = "split_qkv");
+
 // Split form for a fused gate_up projection: gate_up f32 [n_tokens, 2 * n_ff] (gate first, then up, per
 // token), out f32 [n_tokens, n_ff] = act(gate) * up; out must not overlap gate_up.
 Status record_glu_split(Recorder& rec, Activation act, const BufferRange& gate_up, const BufferRange& out, uint32_t n_ff,

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/registry.h"
@@ -167,6 +168,32 @@ Status record_glu_split(Recorder& rec, Activation act, const BufferRange& gate_u
     uint32_t n, n_groups, n_ff;
   } push{static_cast<uint32_t>(n), static_cast<uint32_t>(groups), n_ff};
   const BufferRange bindings[] = {gate_up, out};
+  return rec.dispatch(*p, bindings, push, grid, label);
+}
+
+Status record_split_qkv(Recorder& rec, const BufferRange& qkv, const BufferRange& q, const BufferRange& k,
+                        const BufferRange& v, uint32_t n_q, uint32_t n_kv, uint32_t n_tokens, std::string_view label) {
+  const std::string ctx = "split_qkv " + std::string(label) + " [n_q=" + std::to_string(n_q) +
+                          " n_kv=" + std::to_string(n_kv) + " tokens=" + std::to_string(n_tokens) + "]";
+  RDRR_RETURN_IF_ERROR(need_nonzero(n_q, "n_q", ctx));
+  RDRR_RETURN_IF_ERROR(need_nonzero(n_kv, "n_kv", ctx));
+  RDRR_RETURN_IF_ERROR(need_nonzero(n_tokens, "n_tokens", ctx));
+  const uint64_t n = (uint64_t{n_q} + 2 * uint64_t{n_kv}) * n_tokens;
+  if (n >= (uint64_t{1} << 32)) return error(StatusCode::kUnsupported, ctx + ": too many elements");
+  RDRR_RETURN_IF_ERROR(need_bytes(qkv, n * 4, "qkv", ctx));
+  RDRR_RETURN_IF_ERROR(need_bytes(q, uint64_t{n_q} * n_tokens * 4, "q", ctx));
+  RDRR_RETURN_IF_ERROR(need_bytes(k, uint64_t{n_kv} * n_tokens * 4, "k", ctx));
+  RDRR_RETURN_IF_ERROR(need_bytes(v, uint64_t{n_kv} * n_tokens * 4, "v", ctx));
+  for (const auto& [out, name] : {std::pair{q, "q"}, {k, "k"}, {v, "v"}}) {
+    if (overlaps(qkv, out)) return error(StatusCode::kInvalidArgument, ctx + ": " + name + " overlaps qkv");
+  }
+  RDRR_ASSIGN_OR_RETURN(const Pipeline* p, get_pipeline(rec, "split_qkv", {}, ctx));
+  const uint64_t groups = ceil_div(n, p->local_size()[0]);
+  RDRR_ASSIGN_OR_RETURN(auto grid, fold_groups(rec, groups, ctx));
+  const struct {
+    uint32_t n, n_groups, n_q, n_kv;
+  } push{static_cast<uint32_t>(n), static_cast<uint32_t>(groups), n_q, n_kv};
+  const BufferRange bindings[] = {qkv, q, k, v};
   return rec.dispatch(*p, bindings, push, grid, label);
 }
 

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "convert/converter.h"
 #include "convert/source.h"
 #include "graph/graph_check.h"
 #include "graph/graph_ops.h"
@@ -57,9 +58,10 @@ Manifest read_pack(const fs::path& dir) {
 }
 
 // Every tensor of the pack, decoded, against the source's values (read through convert/source.h).
-void expect_close_to_source(const fs::path& pack, const Manifest& m, const fs::path& src, bool fused,
-                            const std::string& what) {
-  Result<convert::SourceModel> model = convert::SourceModel::open(src, {.fuse_gate_up = fused});
+// `options`: the conversion's (its fusion decides the names).
+void expect_close_to_source(const fs::path& pack, const Manifest& m, const fs::path& src,
+                            const convert::ConvertOptions& options, const std::string& what) {
+  Result<convert::SourceModel> model = convert::SourceModel::open(src, convert::source_options(options).value());
   ASSERT_TRUE(model.ok()) << model.status().to_string();
   std::map<std::string, const convert::SourceTensor*> by_name;
   for (const convert::SourceTensor& t : model->tensors()) by_name[t.name] = &t;
@@ -142,7 +144,9 @@ TEST_P(ConvertMatrix, EveryPresetAndLayoutValidatesAndDecodesCloseToTheSource) {
       EXPECT_EQ(sha256_file(p).value(), f.sha256_hex) << what << ": " << f.name;
       EXPECT_EQ(fs::file_size(p), f.size_bytes) << what << ": " << f.name;
     }
-    expect_close_to_source(out, m, source_of(c), fused, what);
+    convert::ConvertOptions co;
+    co.preset = *convert::parse_preset(preset);
+    expect_close_to_source(out, m, source_of(c), co, what);
   }
 }
 
@@ -325,7 +329,7 @@ TEST(ConvertCli, JsonReportParsesAndDescribesEveryTensor) {
     EXPECT_TRUE(t.contains("seconds"));
   }
   EXPECT_GT(j["totals"]["bytesOut"].get<uint64_t>(), 0u);
-  EXPECT_NE(r.err.find("converted 19 tensors"), std::string::npos) << r.err;  // summary on stderr with --json
+  EXPECT_NE(r.err.find("converted 17 tensors"), std::string::npos) << r.err;  // q/k/v fused in one layer  // summary on stderr with --json
 }
 
 // Pearson correlation of two rows.
@@ -393,7 +397,8 @@ TEST(ConvertGguf, RowWiseBlocksPassThroughBitExactly) {
             0);
   const Manifest m = read_pack(out);
   const ShardReader reader = ShardReader::open(out, m.shards).value();
-  Result<convert::SourceModel> src = convert::SourceModel::open(gguf_file("tiny-llama"), {});
+  Result<convert::SourceModel> src =
+      convert::SourceModel::open(gguf_file("tiny-llama"), convert::source_options({}).value());
   ASSERT_TRUE(src.ok());
   size_t compared = 0;
   for (const convert::SourceTensor& t : src->tensors()) {
@@ -415,7 +420,7 @@ TEST(ConvertGguf, RowWiseBlocksPassThroughBitExactly) {
     }
     ++compared;
   }
-  EXPECT_EQ(compared, 14u);
+  EXPECT_EQ(compared, 12u);  // q/k/v of layer 0 fused (its three parts copied as they are)
 }
 
 TEST(ConvertCli, OverridesSmallShardsAndNoFusion) {
@@ -440,8 +445,15 @@ TEST(ConvertCli, OverridesSmallShardsAndNoFusion) {
   EXPECT_NE(find_tensor(m, "model.layers.1.mlp.gate_proj.weight"), nullptr);
   EXPECT_EQ(find_tensor(m, "model.layers.1.mlp.gate_up_proj.weight"), nullptr);
   EXPECT_EQ(m.metadata.converter.flags.at("fuse-gate-up"), "false");
+  // --fuse-qkv is on (q4_k_m), but the v_proj override keeps every layer's q/k/v separate.
+  EXPECT_EQ(m.metadata.converter.flags.at("fuse-qkv"), "true");
+  EXPECT_EQ(find_tensor(m, "model.layers.1.self_attn.qkv_proj.weight"), nullptr);
+  EXPECT_EQ(find_tensor(m, "model.layers.1.self_attn.q_proj.weight")->dtype, DType::kQ4_K);
   EXPECT_EQ(m.metadata.converter.flags.at("tensor-type.0"), "lm_head\\.weight=q8_0");
-  expect_close_to_source(out, m, hf_dir("tiny-llama"), false, "overrides");
+  convert::ConvertOptions co;
+  co.fuse_gate_up = false;
+  co.tensor_types = {"lm_head\\.weight=q8_0", ".*\\.v_proj\\.weight=f16"};
+  expect_close_to_source(out, m, hf_dir("tiny-llama"), co, "overrides");
 }
 
 TEST(ConvertCli, ExistingOutputNeedsForce) {

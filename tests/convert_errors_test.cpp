@@ -402,6 +402,7 @@ TEST(ConvertErrors, UsageErrors) {
   expect_failure(run_convert({src, out, "--tensor-type", "(=q8_0"}), 2, "bad regex");
   expect_failure(run_convert({src, out, "--shard-size", "1000"}), 2, "--shard-size");
   expect_failure(run_convert({src, out, "--fuse-gate-up", "--no-fuse-gate-up"}), 2, "exclude each other");
+  expect_failure(run_convert({src, out, "--fuse-qkv", "--no-fuse-qkv"}), 2, "--fuse-qkv and --no-fuse-qkv exclude");
   expect_failure(run_convert({src}), 2, "OUT is required");
   expect_failure(run_convert({(tmp / "nothing").string(), out}), 4, "no such file or folder");
   expect_failure(run_convert({(hf_dir("tiny-llama") / "model.safetensors").string(), out}), 2, "model folder");

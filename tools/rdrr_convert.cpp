@@ -38,6 +38,8 @@ int main(int argc, char** argv) {
   std::string kv_dtype = "f16";
   bool fuse = false;
   bool no_fuse = false;
+  bool fuse_qkv = false;
+  bool no_fuse_qkv = false;
   std::vector<std::string> tensor_types;
   uint64_t shard_size = rdrr::kDefaultShardSizeBytes;
   int threads = 0;
@@ -61,6 +63,10 @@ int main(int argc, char** argv) {
   app.add_option("--kv-dtype", kv_dtype, "KV cache precision of the execution graph: f16, f32")->capture_default_str();
   app.add_flag("--fuse-gate-up", fuse, "store gate+up as one gate_up_proj (default for q8_0, q4_k, q4_k_m)");
   app.add_flag("--no-fuse-gate-up", no_fuse, "keep gate_proj and up_proj separate");
+  app.add_flag("--fuse-qkv", fuse_qkv,
+               "store q/k/v as one qkv_proj per layer where they share a storage type (default for q8_0, q4_k, q4_k_m; "
+               "a stored qkv_proj stays fused)");
+  app.add_flag("--no-fuse-qkv", no_fuse_qkv, "keep q_proj, k_proj and v_proj separate (a stored qkv_proj is split)");
   app.add_option("--tensor-type", tensor_types, "REGEX=TYPE override (f32 f16 bf16 q8_0 q4_k q6_k), repeatable");
   app.add_option("--shard-size", shard_size, "maximum shard bytes (multiple of 256)")->capture_default_str();
   app.add_option("--threads", threads, "worker threads (0: all cores)")->capture_default_str();
@@ -120,6 +126,10 @@ int main(int argc, char** argv) {
                 json);
   }
   if (fuse || no_fuse) o.fuse_gate_up = fuse;
+  if (fuse_qkv && no_fuse_qkv) {
+    return fail(rdrr::error(rdrr::StatusCode::kInvalidArgument, "--fuse-qkv and --no-fuse-qkv exclude each other"), json);
+  }
+  if (fuse_qkv || no_fuse_qkv) o.fuse_qkv = fuse_qkv;
   if (out.empty() && !dry_run) return fail(rdrr::error(rdrr::StatusCode::kInvalidArgument, "OUT is required"), json);
   o.tensor_types = tensor_types;
   o.shard_size_bytes = shard_size;

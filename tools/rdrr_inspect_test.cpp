@@ -185,12 +185,12 @@ TEST(RdrrInspect, UnknownTensorIsExit4WithCloseNames) {
   TempDir tmp;
   const fs::path pack = convert_pack(tmp.path() / "pack", convert::Preset::kQ4_K_M, quant::Layout::kColumnWise);
   const fs::path out = tmp.path() / "x.f32";
-  const ToolRun r = run_inspect({pack.string(), "--tensor", "model.layers.0.self_attn.q_prj.weight", "--dequantize",
+  const ToolRun r = run_inspect({pack.string(), "--tensor", "model.layers.0.self_attn.o_prj.weight", "--dequantize",
                              out.string()},
                             tmp.path());
   EXPECT_EQ(r.exit_code, 4) << r.err;
-  EXPECT_NE(r.err.find("tensor model.layers.0.self_attn.q_prj.weight: not in the pack; close names: "
-                       "model.layers.0.self_attn.q_proj.weight"),
+  EXPECT_NE(r.err.find("tensor model.layers.0.self_attn.o_prj.weight: not in the pack; close names: "
+                       "model.layers.0.self_attn.o_proj.weight"),
             std::string::npos)
       << r.err;
   EXPECT_FALSE(fs::exists(out));

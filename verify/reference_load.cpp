@@ -102,11 +102,12 @@ Result<LayerLinears> layer_linears(const ReferenceWeights& w, const convert::Mod
   LayerLinears l;
   auto at = [&l](LayerLinear which) -> LinearSource& { return l[static_cast<size_t>(which)]; };
   if (w.has(model_tensor_name(M::kQkvProj, i, root))) {
-    RDRR_ASSIGN_OR_RETURN(at(LayerLinear::kQ), linear_source(w, a, root, M::kQkvProj, i, std::nullopt, 0, q_rows));
+    // Biases stay separate (the converter splits a fused qkv bias).
+    RDRR_ASSIGN_OR_RETURN(at(LayerLinear::kQ), linear_source(w, a, root, M::kQkvProj, i, maybe(M::kQBias), 0, q_rows));
     RDRR_ASSIGN_OR_RETURN(at(LayerLinear::kK),
-                          linear_source(w, a, root, M::kQkvProj, i, std::nullopt, q_rows, kv_rows));
+                          linear_source(w, a, root, M::kQkvProj, i, maybe(M::kKBias), q_rows, kv_rows));
     RDRR_ASSIGN_OR_RETURN(at(LayerLinear::kV),
-                          linear_source(w, a, root, M::kQkvProj, i, std::nullopt, q_rows + kv_rows, kv_rows));
+                          linear_source(w, a, root, M::kQkvProj, i, maybe(M::kVBias), q_rows + kv_rows, kv_rows));
   } else {
     RDRR_ASSIGN_OR_RETURN(at(LayerLinear::kQ), linear_source(w, a, root, M::kQProj, i, maybe(M::kQBias)));
     RDRR_ASSIGN_OR_RETURN(at(LayerLinear::kK), linear_source(w, a, root, M::kKProj, i, maybe(M::kKBias)));

@@ -427,11 +427,11 @@ TEST_F(ReferencePackErrors, ShapeAgainstArchitectureIsValidation) {
 
 TEST_F(ReferencePackErrors, SizeAgainstDtypeAndLayoutIsValidation) {
   for (TensorEntry& e : manifest_.tensors) {
-    if (e.name == "model.layers.0.self_attn.q_proj.weight") e.dtype = quant::DType::kQ6_K;
+    if (e.name == "model.layers.0.self_attn.o_proj.weight") e.dtype = quant::DType::kQ6_K;
   }
   const Status s = ReferenceModel::load_pack(manifest_, pack_).status();
   EXPECT_EQ(s.code(), StatusCode::kValidation) << s.to_string();
-  EXPECT_NE(s.message().find("tensor model.layers.0.self_attn.q_proj.weight: "), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("tensor model.layers.0.self_attn.o_proj.weight: "), std::string::npos) << s.message();
   EXPECT_NE(s.message().find("bytes, expected"), std::string::npos) << s.message();
 }
 
