@@ -20,7 +20,7 @@ using testing::test_dir;
 using testing::write_file;
 namespace t = testing;
 
-constexpr uint32_t kF32 = 0, kF16 = 1, kQ4_0 = 2, kQ4_K = 12;
+constexpr uint32_t kF32 = 0, kF16 = 1, kQ4_0 = 2, kQ4_1 = 3, kQ4_K = 12;
 
 GgufSpec valid_spec() {
   GgufSpec s;
@@ -168,11 +168,15 @@ TEST(Gguf, AccessorTypeErrors) {
   auto big = open_spec(with_kv("big", t::gv_u64(~uint64_t{0})));
   ASSERT_TRUE(big.ok());
   EXPECT_ERROR(big->get_int("big"), StatusCode::kValidation, "out of range");
-  GgufSpec q40 = with_tensor({"q", {32, 1}, kQ4_0, 18, {}});
-  auto q = open_spec(q40);
+  GgufSpec q41 = with_tensor({"q", {32, 1}, kQ4_1, 20, {}});
+  auto q = open_spec(q41);
   ASSERT_TRUE(q.ok()) << q.status().to_string();
-  EXPECT_EQ((*q->get_tensor("q"))->bytes.size(), 18u);
-  EXPECT_ERROR((*q->get_tensor("q"))->view(), StatusCode::kUnsupported, "ggml type Q4_0 has no rdrr dtype");
+  EXPECT_EQ((*q->get_tensor("q"))->bytes.size(), 20u);
+  EXPECT_ERROR((*q->get_tensor("q"))->view(), StatusCode::kUnsupported, "ggml type Q4_1 has no rdrr dtype");
+  GgufSpec q40 = with_tensor({"q", {32, 1}, kQ4_0, 18, {}});  // Q4_0 is a pack dtype (pass-through)
+  auto q0 = open_spec(q40);
+  ASSERT_TRUE(q0.ok()) << q0.status().to_string();
+  EXPECT_EQ((*(*q0->get_tensor("q"))->view()).dtype, quant::DType::kQ4_0);
   std::vector<float> out(512);
   auto wv = (*q->get_tensor("blk.0.w"))->view();
   ASSERT_TRUE(wv.ok());

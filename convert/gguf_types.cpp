@@ -57,6 +57,9 @@ std::optional<quant::DType> ggml_to_dtype(GgmlType t) {
     case GgmlType::kQ8_0: return quant::DType::kQ8_0;
     case GgmlType::kQ4_K: return quant::DType::kQ4_K;
     case GgmlType::kQ6_K: return quant::DType::kQ6_K;
+    case GgmlType::kQ4_0: return quant::DType::kQ4_0;
+    case GgmlType::kQ5_0: return quant::DType::kQ5_0;
+    case GgmlType::kQ5_K: return quant::DType::kQ5_K;
     default: return std::nullopt;
   }
 }

@@ -182,7 +182,8 @@ uint64_t planned_size_bytes(DType dtype, std::optional<Layout> layout, const std
   return quant::quantized_size_bytes(dtype, *layout, shape[0], shape[1]);
 }
 
-// Bits per weight of a dtype (block bytes * 8 / block values): Q4_K 4.5, Q6_K 6.5625, Q8_0 8.5, F16 16, F32 32.
+// Bits per weight of a dtype (block bytes * 8 / block values): Q4_0 4.5, Q4_K 4.5, Q5_0 5.5, Q5_K 5.5, Q6_K 6.5625,
+// Q8_0 8.5, F16 16, F32 32.
 static double bits_per_weight(DType d) {
   return static_cast<double>(quant::block_bytes(d)) * 8.0 / static_cast<double>(quant::block_elems(d));
 }
@@ -190,7 +191,18 @@ static double bits_per_weight(DType d) {
 std::optional<SourceChoice> gguf_source_choice(const std::vector<quant::GgmlBlockType>& source_types, DType preset) {
   using G = quant::GgmlBlockType;
   if (!quant::is_block_quantized(preset)) return std::nullopt;  // f32 / f16 / bf16: widened as asked
-  auto rank = [](DType d) { return d == DType::kQ4_K ? 0 : d == DType::kQ6_K ? 1 : 2; };  // by bits per weight
+  // The rdrr type of a GGUF block type that has kernels (kept as it is), else nullopt.
+  auto kernel_type = [](G t) -> std::optional<DType> {
+    switch (t) {
+      case G::kQ4_K: return DType::kQ4_K;
+      case G::kQ6_K: return DType::kQ6_K;
+      case G::kQ8_0: return DType::kQ8_0;
+      case G::kQ4_0: return DType::kQ4_0;
+      case G::kQ5_0: return DType::kQ5_0;
+      case G::kQ5_K: return DType::kQ5_K;
+      default: return std::nullopt;
+    }
+  };
   std::optional<DType> widest;  // of the parts rdrr has kernels for
   double source_bits = 0;
   bool all_kernel = true, all_same = true;
@@ -204,14 +216,14 @@ std::optional<SourceChoice> gguf_source_choice(const std::vector<quant::GgmlBloc
     }
     source_bits = std::max(source_bits, static_cast<double>(quant::ggml_block_bytes(t)) * 8.0 /
                                             static_cast<double>(quant::ggml_block_elems(t)));
-    const DType d = t == G::kQ4_K ? DType::kQ4_K : t == G::kQ6_K ? DType::kQ6_K : DType::kQ8_0;
-    if (t != G::kQ4_K && t != G::kQ6_K && t != G::kQ8_0) all_kernel = false;
-    if (!widest || rank(d) > rank(*widest)) widest = d;
+    const std::optional<DType> d = kernel_type(t);
+    if (!d) all_kernel = false;
+    if (d && (!widest || bits_per_weight(*d) > bits_per_weight(*widest))) widest = d;
   }
   if (names.empty()) return std::nullopt;  // a float source: the preset applies
-  if (all_kernel) {
-    return SourceChoice{*widest, all_same ? "source " + names + " kept (--quantize applies to float tensors)"
-                                          : "source " + names + ": the wider type kept", false};
+  if (all_kernel && all_same) return SourceChoice{*widest, "source " + names + " kept (--quantize applies to float tensors)", false};
+  if (all_kernel && !quant::is_pass_through(*widest)) {
+    return SourceChoice{*widest, "source " + names + ": the wider type kept", false};
   }
   if (bits_per_weight(preset) > source_bits) return std::nullopt;  // the preset's type holds more bits
   return SourceChoice{DType::kQ8_0, "source " + names + " has no rdrr kernel: widened to Q8_0 (never narrowed)", true};

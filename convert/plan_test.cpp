@@ -167,7 +167,8 @@ TEST(Plan, GgufSourcesKeepTheirTypeOrWiden) {
       {"model.layers.0.self_attn.q_proj.weight", {256, 256}, {G::kQ4_K}},
       {"model.layers.0.self_attn.k_proj.weight", {64, 256}, {G::kQ6_K}},
       {"model.layers.0.self_attn.o_proj.weight", {256, 256}, {G::kQ8_0}},
-      {"model.layers.0.mlp.down_proj.weight", {256, 192}, {G::kQ5_0}},
+      {"model.layers.0.mlp.down_proj.weight", {256, 192}, {G::kQ5_1}},
+      {"model.layers.0.mlp.up_proj.weight", {256, 192}, {G::kQ5_0}},
       {"model.layers.0.mlp.gate_up_proj.weight", {1024, 256}, {G::kQ4_K, G::kQ6_K}},
       {"model.layers.0.self_attn.v_proj.weight", {64, 256}, {G::kF16}},
   };
@@ -184,7 +185,10 @@ TEST(Plan, GgufSourcesKeepTheirTypeOrWiden) {
   EXPECT_EQ(m["model.layers.0.mlp.down_proj.weight"].dtype, DType::kQ8_0);
   EXPECT_TRUE(m["model.layers.0.mlp.down_proj.weight"].widened);
   EXPECT_EQ(m["model.layers.0.mlp.down_proj.weight"].reason,
-            "source Q5_0 has no rdrr kernel: widened to Q8_0 (never narrowed)");
+            "source Q5_1 has no rdrr kernel: widened to Q8_0 (never narrowed)");
+  EXPECT_EQ(m["model.layers.0.mlp.up_proj.weight"].dtype, DType::kQ5_0);  // a pass-through type with kernels
+  EXPECT_FALSE(m["model.layers.0.mlp.up_proj.weight"].widened);
+  EXPECT_EQ(m["model.layers.0.mlp.up_proj.weight"].layout, std::optional<Layout>(Layout::kRowWise));
   EXPECT_EQ(m["model.layers.0.mlp.down_proj.weight"].layout, std::optional<Layout>(Layout::kRowWise));
   EXPECT_EQ(m["model.layers.0.mlp.gate_up_proj.weight"].dtype, DType::kQ6_K);
   EXPECT_EQ(m["model.layers.0.self_attn.v_proj.weight"].dtype, DType::kQ4_K);  // a float source is quantized
@@ -207,9 +211,15 @@ TEST(Plan, GgufKernelLessSourcesTakeAWiderPresetType) {
   using G = quant::GgmlBlockType;
   EXPECT_EQ(gguf_source_choice({G::kQ2_K}, DType::kQ4_K), std::nullopt);   // 2.625 < 4.5 bits per weight
   EXPECT_EQ(gguf_source_choice({G::kQ3_K}, DType::kQ6_K), std::nullopt);
-  EXPECT_EQ(gguf_source_choice({G::kQ5_K}, DType::kQ6_K), std::nullopt);   // 5.5 < 6.5625
-  EXPECT_EQ(gguf_source_choice({G::kQ5_K}, DType::kQ4_K)->dtype, DType::kQ8_0);
-  EXPECT_EQ(gguf_source_choice({G::kQ4_0}, DType::kQ4_K)->dtype, DType::kQ8_0);  // equal bits: another grid loses
+  EXPECT_EQ(gguf_source_choice({G::kQ5_1}, DType::kQ6_K), std::nullopt);   // 6 < 6.5625
+  EXPECT_EQ(gguf_source_choice({G::kQ5_1}, DType::kQ4_K)->dtype, DType::kQ8_0);
+  EXPECT_EQ(gguf_source_choice({G::kQ4_1}, DType::kQ4_K)->dtype, DType::kQ8_0);  // 5 > 4.5 bits per weight
+  // Q4_0, Q5_0 and Q5_K have kernels: kept under every block preset, never re-encoded.
+  EXPECT_EQ(gguf_source_choice({G::kQ5_K}, DType::kQ6_K)->dtype, DType::kQ5_K);
+  EXPECT_EQ(gguf_source_choice({G::kQ4_0}, DType::kQ8_0)->dtype, DType::kQ4_0);
+  EXPECT_EQ(gguf_source_choice({G::kQ5_0, G::kQ5_0}, DType::kQ4_K)->dtype, DType::kQ5_0);
+  // Parts of differing types where the wider one is pass-through (no encoder): Q8_0 holds both.
+  EXPECT_EQ(gguf_source_choice({G::kQ4_K, G::kQ5_K}, DType::kQ4_K)->dtype, DType::kQ8_0);
   EXPECT_EQ(gguf_source_choice({G::kQ4_K}, DType::kQ6_K)->dtype, DType::kQ4_K);
   EXPECT_EQ(gguf_source_choice({G::kF16}, DType::kQ4_K), std::nullopt);
   EXPECT_EQ(gguf_source_choice({G::kQ4_K}, DType::kF32), std::nullopt);

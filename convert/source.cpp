@@ -89,6 +89,9 @@ GgmlBlockType block_type_of(quant::DType d) {
     case quant::DType::kQ8_0: return GgmlBlockType::kQ8_0;
     case quant::DType::kQ4_K: return GgmlBlockType::kQ4_K;
     case quant::DType::kQ6_K: return GgmlBlockType::kQ6_K;
+    case quant::DType::kQ4_0: return GgmlBlockType::kQ4_0;
+    case quant::DType::kQ5_0: return GgmlBlockType::kQ5_0;
+    case quant::DType::kQ5_K: return GgmlBlockType::kQ5_K;
   }
   return GgmlBlockType::kF32;
 }
@@ -167,6 +170,9 @@ std::optional<quant::DType> dtype_of(GgmlBlockType t) {
     case GgmlBlockType::kQ8_0: return quant::DType::kQ8_0;
     case GgmlBlockType::kQ4_K: return quant::DType::kQ4_K;
     case GgmlBlockType::kQ6_K: return quant::DType::kQ6_K;
+    case GgmlBlockType::kQ4_0: return quant::DType::kQ4_0;
+    case GgmlBlockType::kQ5_0: return quant::DType::kQ5_0;
+    case GgmlBlockType::kQ5_K: return quant::DType::kQ5_K;
     default: return std::nullopt;
   }
 }

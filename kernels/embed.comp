@@ -2,14 +2,15 @@
 // Embedding gather: out[t, i] = decode(table[ids[t], i]) * scale, t < n_tokens, i < dim (Gemma passes
 // scale = sqrt(hidden), others 1). The table [vocab rows, dim] stays packed (layouts: quant/dtype.h):
 //   F32 / F16: plain row-major.
-//   Q8_0 / Q6_K / Q4_K flat or row_wise: row r covers virtual elements [r * row_stride, r * row_stride + dim)
+//   Q8_0 / Q6_K / Q4_K / Q4_0 / Q5_0 / Q5_K flat or row_wise: row r covers virtual elements [r * row_stride, r * row_stride + dim)
 //     of the block stream (row_stride = dim for flat, ceil(dim / B) * B for row_wise).
 //   Q4_K column_wise (COLUMN_WISE): element (r, i) is element r % 256 of block i * blocks_per_col + r / 256.
 // A table larger than one binding is split into ranges (runtime/ops_embed.cpp); each dispatch covers rows
 // [range_begin, range_end) (row path) or columns [range_begin, range_end) (column path) and leaves other
 // outputs to the other dispatches. Ids >= vocab give zero rows (written by the dispatch whose range ends at
 // vocab, row path; by every dispatch for its columns, column path). Decode is exact (as dequant.comp).
-// Defines: one of E_F32, E_F16, E_Q8_0, E_Q6_K, E_Q4_K; plus COLUMN_WISE (with E_Q4_K only).
+// Defines: one of E_F32, E_F16, E_Q8_0, E_Q6_K, E_Q4_K, E_Q4_0, E_Q5_0, E_Q5_K; plus COLUMN_WISE (with E_Q4_K
+// only).
 // Bindings: 0 table (packed; f32 / uint16 / uint32 words), 1 ids (uint32[n_tokens]), 2 out (f32[n_tokens * dim]).
 // Push: n_tokens, dim, vocab, row_stride, range_begin, range_end, w_base (binding index of the range's first
 //   block, in binding units), block_begin (virtual block index at w_base; row index * dim for F32 / F16),
@@ -23,16 +24,19 @@ layout(local_size_x = 128, local_size_x_id = 0) in;
 
 #if defined(E_F32)
 layout(binding = 0) readonly buffer Wf { float wf[]; };
-#elif defined(E_Q4_K)
+#elif defined(E_Q4_K) || defined(E_Q5_K)
 layout(binding = 0) readonly buffer W32 { uint w32[]; };
 #define Q4K_WORD(i) w32[i]
 #include "q4_k.glsl"
+#include "q5_k.glsl"
 #else
 layout(binding = 0) readonly buffer W16 { uint16_t w16[]; };
 #define Q6K_HALF(i) uint(w16[i])
 #define Q80_HALF(i) uint(w16[i])
+#define Q40_HALF(i) uint(w16[i])
 #include "q6_k.glsl"
 #include "q8_0.glsl"
+#include "q4_0.glsl"
 #endif
 layout(binding = 1) readonly buffer Ids { uint ids[]; };
 layout(binding = 2) writeonly buffer Out { float outv[]; };
@@ -54,7 +58,7 @@ layout(push_constant) uniform Push {
 
 #if defined(E_F32) || defined(E_F16)
 #define BLOCK_ELEMS 1u
-#elif defined(E_Q8_0)
+#elif defined(E_Q8_0) || defined(E_Q4_0) || defined(E_Q5_0)
 #define BLOCK_ELEMS 32u
 #else
 #define BLOCK_ELEMS 256u
@@ -72,8 +76,14 @@ float decode(uint b, uint e) {
   return q6k_decode(pc.w_base + b * Q6K_BLOCK_HALFS, e);
 #elif defined(E_Q4_K)
   return q4k_decode(pc.w_base + b * Q4K_BLOCK_WORDS, e);
+#elif defined(E_Q4_0)
+  return q40_decode(pc.w_base + b * Q40_BLOCK_HALFS, e);
+#elif defined(E_Q5_0)
+  return q50_decode(pc.w_base + b * Q50_BLOCK_HALFS, e);
+#elif defined(E_Q5_K)
+  return q5k_decode(pc.w_base + b * Q5K_BLOCK_WORDS, e);
 #else
-#error "embed.comp: define one of E_F32, E_F16, E_Q8_0, E_Q6_K, E_Q4_K"
+#error "embed.comp: define one of E_F32, E_F16, E_Q8_0, E_Q6_K, E_Q4_K, E_Q4_0, E_Q5_0, E_Q5_K"
 #endif
 }
 

@@ -100,6 +100,12 @@ const EmbedCase kCases[] = {
     {DType::kQ4_K, Layout::kRowWise, 11, 300, 2.0f},
     {DType::kQ4_K, Layout::kColumnWise, 300, 37, 1.0f},
     {DType::kQ4_K, Layout::kColumnWise, 513, 20, 3.0f},
+    {DType::kQ4_0, Layout::kRowWise, 40, 96, 1.0f},
+    {DType::kQ4_0, Layout::kFlat, 13, 45, 2.0f},
+    {DType::kQ5_0, Layout::kRowWise, 40, 85, 1.0f},
+    {DType::kQ5_0, Layout::kFlat, 13, 45, 1.0f},
+    {DType::kQ5_K, Layout::kRowWise, 21, 512, 1.0f},
+    {DType::kQ5_K, Layout::kRowWise, 11, 300, 2.0f},
 };
 INSTANTIATE_TEST_SUITE_P(Shapes, EmbedTest, ::testing::ValuesIn(kCases), case_name);
 

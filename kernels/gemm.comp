@@ -3,7 +3,8 @@
 // packed, Y f32 [M, N] (row-major). Weights stay packed: each K tile of W is decoded from its blocks straight
 // into shared memory (exact decode, as gemv / dequant), never dequantized as a whole tensor.
 //
-// Defines: exactly one of W_F32, W_F16, W_Q8_0, W_Q6_K, W_Q4_K; plus COLUMN_WISE (with W_Q4_K only).
+// Defines: exactly one of W_F32, W_F16, W_Q8_0, W_Q6_K, W_Q4_K, W_Q4_0, W_Q5_0, W_Q5_K; plus COLUMN_WISE (with
+// W_Q4_K only).
 //
 // Tiling: a workgroup of local_size_x * local_size_y invocations computes a TM x TN tile of Y with
 // TM = local_size_y * RM rows (of X / Y) and TN = local_size_x * RN outputs; invocation (tx, ty) owns rows
@@ -66,18 +67,21 @@ const bool DBUF = true;
 
 #if defined(W_F32)
 layout(binding = 0) readonly buffer Wf { float wf[]; };
-#elif defined(W_Q4_K)
+#elif defined(W_Q4_K) || defined(W_Q5_K)
 layout(binding = 0) readonly buffer W32 { uint w32[]; };
 layout(binding = 0) readonly buffer W128 { uvec4 wv[]; };  // same binding: whole blocks as 9 uvec4 (vec4_blocks)
 #define Q4K_WORD(i) w32[i]
 #include "q4_k.glsl"
+#include "q5_k.glsl"
 #include "q4_k_vec.glsl"
 #else
 layout(binding = 0) readonly buffer W16 { uint16_t w16[]; };
 #define Q6K_HALF(i) uint(w16[i])
 #define Q80_HALF(i) uint(w16[i])
+#define Q40_HALF(i) uint(w16[i])
 #include "q6_k.glsl"
 #include "q8_0.glsl"
+#include "q4_0.glsl"
 #if defined(W_Q6_K)
 layout(binding = 0) readonly buffer W32 { uint w[]; };  // same binding: segments as words (word_loads.glsl)
 #include "word_loads.glsl"
@@ -137,8 +141,8 @@ float w_value(uint n, uint k) {
   const uint v = (pc.row_begin + n) * pc.row_stride + k - pc.block_begin *
 #if defined(W_F32) || defined(W_F16)
                  1u;
-#elif defined(W_Q8_0)
-                 Q80_BLOCK_ELEMS;
+#elif defined(W_Q8_0) || defined(W_Q4_0) || defined(W_Q5_0)
+                 32u;
 #else
                  256u;
 #endif
@@ -152,8 +156,14 @@ float w_value(uint n, uint k) {
   return q6k_decode(pc.w_base + (v >> 8) * Q6K_BLOCK_HALFS, v & 255u);
 #elif defined(W_Q4_K)
   return q4k_decode(pc.w_base + (v >> 8) * Q4K_BLOCK_WORDS, v & 255u);
+#elif defined(W_Q4_0)
+  return q40_decode(pc.w_base + (v >> 5) * Q40_BLOCK_HALFS, v & 31u);
+#elif defined(W_Q5_0)
+  return q50_decode(pc.w_base + (v >> 5) * Q50_BLOCK_HALFS, v & 31u);
+#elif defined(W_Q5_K)
+  return q5k_decode(pc.w_base + (v >> 8) * Q5K_BLOCK_WORDS, v & 255u);
 #else
-#error "gemm.comp: define one of W_F32, W_F16, W_Q8_0, W_Q6_K, W_Q4_K"
+#error "gemm.comp: define one of W_F32, W_F16, W_Q8_0, W_Q6_K, W_Q4_K, W_Q4_0, W_Q5_0, W_Q5_K"
 #endif
 #endif
 }

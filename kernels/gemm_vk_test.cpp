@@ -135,6 +135,16 @@ const GemmCase kCases[] = {
     {DType::kQ4_K, Layout::kRowWise, 17, 70, 600, {16, 8, 2, 4, 64}},  // fast tiles of 4 runs per row
     {DType::kQ4_K, Layout::kFlat, 5, 64, 512, {16, 4, 1, 2, 128}},
     {DType::kQ6_K, Layout::kRowWise, 17, 70, 600, {16, 8, 2, 4, 64}},
+    // The pass-through types (generic decode): whole and padded rows, flat, unaligned offsets, wide tiles.
+    {DType::kQ4_0, Layout::kRowWise, 17, 33, 96, {}},
+    {DType::kQ4_0, Layout::kRowWise, 64, 70, 85, {}, 66},
+    {DType::kQ4_0, Layout::kFlat, 3, 13, 45, {}},
+    {DType::kQ5_0, Layout::kRowWise, 17, 33, 96, {}},
+    {DType::kQ5_0, Layout::kRowWise, 65, 70, 85, {8, 4, 1, 2, 16}, 66},
+    {DType::kQ5_0, Layout::kFlat, 3, 13, 45, {}},
+    {DType::kQ5_K, Layout::kRowWise, 1, 21, 513, {}},
+    {DType::kQ5_K, Layout::kRowWise, 65, 130, 300, {}, 68},
+    {DType::kQ5_K, Layout::kFlat, 17, 9, 301, {}},
 };
 INSTANTIATE_TEST_SUITE_P(Shapes, GemmTest, ::testing::ValuesIn(kCases), case_name);
 
@@ -163,6 +173,9 @@ const GemmCase kSplitCases[] = {
     {DType::kQ6_K, Layout::kRowWise, 3, 40, 301, {}},
     {DType::kQ4_K, Layout::kRowWise, 3, 61, 513, {}},
     {DType::kQ4_K, Layout::kFlat, 3, 150, 300, {}},  // flat: ranges of 64 outputs (K = 300 = 4 * 75)
+    {DType::kQ4_0, Layout::kRowWise, 3, 300, 99, {}},
+    {DType::kQ5_0, Layout::kRowWise, 3, 300, 99, {}},
+    {DType::kQ5_K, Layout::kRowWise, 3, 61, 513, {}},
     {DType::kQ4_K, Layout::kColumnWise, 3, 300, 151, {}},
 };
 INSTANTIATE_TEST_SUITE_P(Shapes, GemmSplitTest, ::testing::ValuesIn(kSplitCases), case_name);
@@ -221,6 +234,9 @@ const GemmCase kCoopmatCases[] = {
     {DType::kQ6_K, Layout::kRowWise, 70, 130, 600, {0, 0, 0, 0, 64}, 64, true},
     {DType::kQ4_K, Layout::kColumnWise, 70, 300, 130, {0, 0, 0, 0, 64}, 64, true},
     {DType::kQ8_0, Layout::kRowWise, 70, 130, 97, {0, 0, 0, 0, 48}, 64, true},  // generic decode
+    {DType::kQ4_0, Layout::kRowWise, 70, 130, 97, {}, 66, true},
+    {DType::kQ5_0, Layout::kRowWise, 70, 130, 97, {}, 64, true},
+    {DType::kQ5_K, Layout::kRowWise, 70, 130, 300, {}, 68, true},
 };
 INSTANTIATE_TEST_SUITE_P(Shapes, GemmCoopmatTest, ::testing::ValuesIn(kCoopmatCases), case_name);
 

@@ -2,7 +2,8 @@
 // GEMV (decode matmul): y[n] = sum_k W[n, k] * x[k] for W [N rows = outputs, K = inputs], x and y f32.
 // Weights stay packed: the kernel reads the blocks directly (layouts: see quant/dtype.h).
 //
-// Defines: exactly one of W_F32, W_F16, W_Q8_0, W_Q6_K, W_Q4_K; plus COLUMN_WISE (with W_Q4_K only).
+// Defines: exactly one of W_F32, W_F16, W_Q8_0, W_Q6_K, W_Q4_K, W_Q4_0, W_Q5_0, W_Q5_K; plus COLUMN_WISE (with
+// W_Q4_K only).
 //
 // Row path (flat / row_wise; F32 and F16 are plain row-major): row n covers the virtual elements
 // [n * row_stride, n * row_stride + K) of the block stream (row_stride = K for flat, ceil(K/B)*B for
@@ -33,16 +34,19 @@ layout(constant_id = 1) const uint NUM_ROWS = 1;
 
 #if defined(W_F32)
 layout(binding = 0) readonly buffer Wf { float wf[]; };
-#elif defined(W_Q4_K)
+#elif defined(W_Q4_K) || defined(W_Q5_K)
 layout(binding = 0) readonly buffer W32 { uint w32[]; };
 #define Q4K_WORD(i) w32[i]
 #include "q4_k.glsl"
+#include "q5_k.glsl"
 #else
 layout(binding = 0) readonly buffer W16 { uint16_t w16[]; };
 #define Q6K_HALF(i) uint(w16[i])
 #define Q80_HALF(i) uint(w16[i])
+#define Q40_HALF(i) uint(w16[i])
 #include "q6_k.glsl"
 #include "q8_0.glsl"
+#include "q4_0.glsl"
 #endif
 layout(binding = 1) readonly buffer X { float x[]; };
 layout(binding = 1) readonly buffer X4 { vec4 x4[]; };  // same binding, for aligned 4-value loads

@@ -192,6 +192,20 @@ const GemvCase kCases[] = {
     {DType::kQ4_K, Layout::kColumnWise, 300, 1000, {}, 4096 + 2 * 300 * 4},
     {DType::kQ4_K, Layout::kColumnWise, 300, 100, {}, 100},
     {DType::kQ4_K, Layout::kColumnWise, 300, 400, {}, kAutoScratch, 68},
+    // The pass-through types (a GGUF's Q4_0 / Q5_0 / Q5_K blocks): rows of whole blocks, padded rows, flat
+    // blocks across rows, tuned shapes, unaligned offsets (2-byte / 4-byte units).
+    {DType::kQ4_0, Layout::kRowWise, 37, 96, {}},
+    {DType::kQ4_0, Layout::kRowWise, 17, 85, {}, 0, 66},
+    {DType::kQ4_0, Layout::kFlat, 13, 45, {32, 3, 0}},
+    {DType::kQ4_0, Layout::kRowWise, 21, 4096, {64, 4, 0}},
+    {DType::kQ5_0, Layout::kRowWise, 37, 96, {}},
+    {DType::kQ5_0, Layout::kRowWise, 17, 85, {}, 0, 66},
+    {DType::kQ5_0, Layout::kFlat, 13, 45, {32, 3, 0}},
+    {DType::kQ5_0, Layout::kRowWise, 21, 4096, {64, 4, 0}},
+    {DType::kQ5_K, Layout::kRowWise, 21, 512, {}},
+    {DType::kQ5_K, Layout::kRowWise, 11, 300, {32, 3, 0}, 0, 68},
+    {DType::kQ5_K, Layout::kFlat, 9, 300, {}},
+    {DType::kQ5_K, Layout::kRowWise, 45, 2304, {128, 8, 0}},
 };
 INSTANTIATE_TEST_SUITE_P(Shapes, GemvTest, ::testing::ValuesIn(kCases), case_name);
 
@@ -225,6 +239,9 @@ const GemvCase kSplitCases[] = {
     {DType::kQ4_K, Layout::kColumnWise, 900, 100, {16, 0, 4, 8}, 20 * 900 * 4},
     {DType::kQ4_K, Layout::kRowWise, 40, 1024, {64, 4, 0}},
     {DType::kQ4_K, Layout::kRowWise, 61, 512, {0, 0, 0, 0, 0, 0, 2}},
+    {DType::kQ4_0, Layout::kRowWise, 300, 99, {}},
+    {DType::kQ5_0, Layout::kRowWise, 300, 99, {}},
+    {DType::kQ5_K, Layout::kRowWise, 61, 512, {}},
 };
 INSTANTIATE_TEST_SUITE_P(Shapes, GemvSplitTest, ::testing::ValuesIn(kSplitCases), case_name);
 

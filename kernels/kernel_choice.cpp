@@ -38,9 +38,13 @@ constexpr std::string_view kGemmQ80Cm[] = {"gemm_q8_0_cm"};
 constexpr std::string_view kGemmQ6KCm[] = {"gemm_q6_k_cm"};
 constexpr std::string_view kGemmQ4KCm[] = {"gemm_q4_k_cm"};
 constexpr std::string_view kGemmQ4KColCm[] = {"gemm_q4_k_col_cm"};
+constexpr std::string_view kGemmQ40Cm[] = {"gemm_q4_0_cm"};
+constexpr std::string_view kGemmQ50Cm[] = {"gemm_q5_0_cm"};
+constexpr std::string_view kGemmQ5KCm[] = {"gemm_q5_k_cm"};
 constexpr Related kVariants[] = {
-    {"gemm_f16", kGemmF16Cm}, {"gemm_q4_k", kGemmQ4KCm}, {"gemm_q4_k_col", kGemmQ4KColCm},
-    {"gemm_q6_k", kGemmQ6KCm}, {"gemm_q8_0", kGemmQ80Cm},
+    {"gemm_f16", kGemmF16Cm},   {"gemm_q4_k", kGemmQ4KCm},  {"gemm_q4_k_col", kGemmQ4KColCm},
+    {"gemm_q6_k", kGemmQ6KCm},  {"gemm_q8_0", kGemmQ80Cm},  {"gemm_q4_0", kGemmQ40Cm},
+    {"gemm_q5_0", kGemmQ50Cm},  {"gemm_q5_k", kGemmQ5KCm},
 };
 
 constexpr std::string_view kCoopmatWhen =

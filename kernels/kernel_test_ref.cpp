@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "quant/f16.h"
+#include "quant/legacy_dequant.h"
 #include "quant/q6_k.h"
 #include "quant/q8_0.h"
 #if RDRR_QUANT_HAS_Q4K
@@ -135,6 +136,34 @@ PackedWeight random_weight(std::mt19937& rng, quant::DType dtype, quant::Layout 
   } else if (dtype == quant::DType::kQ6_K) {
     auto b = random_q6k_blocks(rng, blocks);
     decode_q6k(b, dec);
+    out.bytes = as_bytes(b);
+  } else if (dtype == quant::DType::kQ4_0) {
+    std::vector<quant::BlockQ4_0> b(blocks);
+    for (quant::BlockQ4_0& x : b) {
+      x.d = f16_uniform(rng, -0.02f, 0.02f);
+      random_bytes(rng, x.qs, sizeof x.qs);
+    }
+    quant::dequantize_q4_0(b, dec);
+    out.bytes = as_bytes(b);
+  } else if (dtype == quant::DType::kQ5_0) {
+    std::vector<quant::BlockQ5_0> b(blocks);
+    for (quant::BlockQ5_0& x : b) {
+      x.d = f16_uniform(rng, -0.01f, 0.01f);
+      random_bytes(rng, x.qh, sizeof x.qh);
+      random_bytes(rng, x.qs, sizeof x.qs);
+    }
+    quant::dequantize_q5_0(b, dec);
+    out.bytes = as_bytes(b);
+  } else if (dtype == quant::DType::kQ5_K) {
+    std::vector<quant::BlockQ5K> b(blocks);
+    for (quant::BlockQ5K& x : b) {
+      x.d = f16_uniform(rng, 0.0005f, 0.01f);
+      x.dmin = f16_uniform(rng, 0.0f, 0.01f);
+      random_bytes(rng, x.scales, sizeof x.scales);
+      random_bytes(rng, x.qh, sizeof x.qh);
+      random_bytes(rng, x.qs, sizeof x.qs);
+    }
+    quant::dequantize_q5_k(b, dec);
     out.bytes = as_bytes(b);
   } else {
     auto b = random_q80_blocks(rng, blocks);

@@ -1,5 +1,5 @@
 // CPU references for the kernel differential tests: random packed weights in every dtype/layout the GEMV
-// kernels accept, and their dequantized values in double (the reference the GPU result is compared to);
+// kernels accept (the pass-through types Q4_0 / Q5_0 / Q5_K decoded by ggml's decoders, quant/legacy_dequant.h), and their dequantized values in double (the reference the GPU result is compared to);
 // the double references shared by several tests (GEMV, RMSNorm, gated activations).
 #pragma once
 

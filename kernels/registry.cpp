@@ -14,6 +14,9 @@ constexpr DType kF16[] = {DType::kF16};
 constexpr DType kQ8_0[] = {DType::kQ8_0};
 constexpr DType kQ6_K[] = {DType::kQ6_K};
 constexpr DType kQ4_K[] = {DType::kQ4_K};
+constexpr DType kQ4_0[] = {DType::kQ4_0};
+constexpr DType kQ5_0[] = {DType::kQ5_0};
+constexpr DType kQ5_K[] = {DType::kQ5_K};
 constexpr Layout kRowLayouts[] = {Layout::kFlat, Layout::kRowWise};
 constexpr Layout kColumnWise[] = {Layout::kColumnWise};
 

@@ -1,6 +1,7 @@
 #include "quant/dtype.h"
 
 #include "quant/blocks.h"
+#include "quant/legacy_blocks.h"
 
 namespace rdrr::quant {
 
@@ -12,12 +13,16 @@ std::string_view dtype_name(DType t) {
     case DType::kQ8_0: return "Q8_0";
     case DType::kQ4_K: return "Q4_K";
     case DType::kQ6_K: return "Q6_K";
+    case DType::kQ4_0: return "Q4_0";
+    case DType::kQ5_0: return "Q5_0";
+    case DType::kQ5_K: return "Q5_K";
   }
   return "?";
 }
 
 std::optional<DType> parse_dtype(std::string_view name) {
-  for (DType t : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_K, DType::kQ6_K}) {
+  for (DType t : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_K, DType::kQ6_K, DType::kQ4_0,
+                  DType::kQ5_0, DType::kQ5_K}) {
     if (dtype_name(t) == name) return t;
   }
   return std::nullopt;
@@ -40,14 +45,19 @@ std::optional<Layout> parse_layout(std::string_view name) {
 }
 
 bool is_block_quantized(DType t) {
-  return t == DType::kQ8_0 || t == DType::kQ4_K || t == DType::kQ6_K;
+  return t == DType::kQ8_0 || t == DType::kQ4_K || t == DType::kQ6_K || is_pass_through(t);
 }
+
+bool is_pass_through(DType t) { return t == DType::kQ4_0 || t == DType::kQ5_0 || t == DType::kQ5_K; }
 
 int64_t block_elems(DType t) {
   switch (t) {
-    case DType::kQ8_0: return kQK8_0;
+    case DType::kQ8_0:
+    case DType::kQ4_0:
+    case DType::kQ5_0: return kQK8_0;
     case DType::kQ4_K:
-    case DType::kQ6_K: return kQK_K;
+    case DType::kQ6_K:
+    case DType::kQ5_K: return kQK_K;
     default: return 1;
   }
 }
@@ -60,6 +70,9 @@ int64_t block_bytes(DType t) {
     case DType::kQ8_0: return sizeof(BlockQ8_0);
     case DType::kQ4_K: return sizeof(BlockQ4K);
     case DType::kQ6_K: return sizeof(BlockQ6K);
+    case DType::kQ4_0: return sizeof(BlockQ4_0);
+    case DType::kQ5_0: return sizeof(BlockQ5_0);
+    case DType::kQ5_K: return sizeof(BlockQ5K);
   }
   return 0;
 }

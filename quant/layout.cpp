@@ -223,7 +223,7 @@ Status check_chunk(const QuantizeRowsParams& p, const Codec& codec, int64_t n_ch
 Status check_matrix_shape(DType dtype, Layout layout, int64_t n_rows, int64_t k_cols) {
   if (!is_block_quantized(dtype)) {
     return error(StatusCode::kUnsupported,
-                 cat("dtype ", dtype_name(dtype), " has no block layout (expected Q8_0, Q4_K or Q6_K)"));
+                 cat("dtype ", dtype_name(dtype), " has no block layout (expected Q8_0, Q4_K, Q6_K, Q4_0, Q5_0 or Q5_K)"));
   }
   if (layout != Layout::kFlat && layout != Layout::kRowWise && layout != Layout::kColumnWise) {
     return error(StatusCode::kUnsupported, cat("unknown layout ", static_cast<int>(layout)));
@@ -277,6 +277,10 @@ uint64_t tensor_size_bytes(DType dtype, Layout layout, int64_t n_rows, int64_t k
 Status quantize_rows(const QuantizeRowsParams& p) {
   RDRR_RETURN_IF_ERROR(check_matrix_shape(p.dtype, p.layout, p.n_rows, p.k_cols));
   const Codec& codec = codec_for(p.dtype);
+  if (codec.encode == nullptr) {
+    return error(StatusCode::kUnsupported, cat(dtype_name(p.dtype), " is a pass-through type: rdrr copies a GGUF's "
+                                                                     "blocks of it, it does not encode floats into it"));
+  }
   const int64_t K = p.k_cols;
   const auto n_vals = static_cast<int64_t>(p.rows.size());
   if (n_vals == 0 || n_vals % K != 0) {

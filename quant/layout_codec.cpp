@@ -11,6 +11,7 @@
 #include <span>
 
 #include "quant/blocks.h"
+#include "quant/legacy_dequant.h"
 #include "quant/cpu.h"
 #include "quant/q4_k.h"
 #include "quant/q6_k.h"
@@ -80,6 +81,14 @@ const Codec kQ4KCodec{kQK_K, sizeof(BlockQ4K), &encode_weighted<BlockQ4K, kQK_K,
 const Codec kQ6KCodec{kQK_K, sizeof(BlockQ6K), &encode_weighted<BlockQ6K, kQK_K, q6k_quantize>,
                       &decode_blocks<BlockQ6K, kQK_K, q6k_dequantize>};
 
+// Pass-through types (quant/dtype.h): decoders only (ggml's, quant/legacy_dequant.h).
+void q4_0_dequantize(std::span<const BlockQ4_0> b, std::span<float> y) { dequantize_q4_0(b, y); }
+void q5_0_dequantize(std::span<const BlockQ5_0> b, std::span<float> y) { dequantize_q5_0(b, y); }
+void q5k_dequantize(std::span<const BlockQ5K> b, std::span<float> y) { dequantize_q5_k(b, y); }
+const Codec kQ4_0Codec{kQK8_0, sizeof(BlockQ4_0), nullptr, &decode_blocks<BlockQ4_0, kQK8_0, q4_0_dequantize>};
+const Codec kQ5_0Codec{kQK8_0, sizeof(BlockQ5_0), nullptr, &decode_blocks<BlockQ5_0, kQK8_0, q5_0_dequantize>};
+const Codec kQ5KCodec{kQK_K, sizeof(BlockQ5K), nullptr, &decode_blocks<BlockQ5K, kQK_K, q5k_dequantize>};
+
 }  // namespace
 
 bool all_finite(const float* x, int64_t n) {
@@ -116,6 +125,9 @@ const Codec& codec_for(DType dtype) {
   switch (dtype) {
     case DType::kQ4_K: return kQ4KCodec;
     case DType::kQ6_K: return kQ6KCodec;
+    case DType::kQ4_0: return kQ4_0Codec;
+    case DType::kQ5_0: return kQ5_0Codec;
+    case DType::kQ5_K: return kQ5KCodec;
     default: return kQ8_0Codec;
   }
 }

@@ -15,7 +15,8 @@ inline constexpr int64_t kTileBytes = 4352;  // encoded bytes of a tile, at most
 struct Codec {
   int64_t block_elems;
   int64_t block_bytes;
-  // Encodes n_blocks blocks of x (weights w per value, or null) into out (n_blocks * block_bytes bytes).
+  // Encodes n_blocks blocks of x (weights w per value, or null) into out (n_blocks * block_bytes bytes); null for
+  // the pass-through types.
   void (*encode)(const float* x, const float* w, int64_t n_blocks, uint8_t* out);
   // Decodes n_blocks blocks from in into y (n_blocks * block_elems values).
   void (*decode)(const uint8_t* in, int64_t n_blocks, float* y);

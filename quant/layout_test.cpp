@@ -1,4 +1,5 @@
 #include "quant/layout.h"
+#include "quant/legacy_dequant.h"
 
 #include <gtest/gtest.h>
 #include <tbb/global_control.h>
@@ -314,6 +315,36 @@ TEST(LayoutErrors, QuantizeArguments) {
                "importance[3] is not finite");
   expect_error(quantize_matrix({DType::kBF16, Layout::kRowWise, w, 6, 40, {}, dst}), StatusCode::kUnsupported,
                "BF16 has no block layout");
+  // The pass-through types decode but are never encoded.
+  for (DType t : {DType::kQ4_0, DType::kQ5_0, DType::kQ5_K}) {
+    std::vector<uint8_t> out(quantized_size_bytes(t, Layout::kRowWise, 6, 40));
+    expect_error(quantize_matrix({t, Layout::kRowWise, w, 6, 40, {}, out}), StatusCode::kUnsupported,
+                 std::string(dtype_name(t)) + " is a pass-through type");
+  }
+}
+
+// Pass-through types decode through ggml's decoders in every row layout: a row_wise matrix of whole blocks is
+// the blocks' values in order, and a padded row_wise matrix drops each row's padding.
+TEST(LayoutPassThrough, DecodesGgmlBlocks) {
+  std::mt19937 rng(5);
+  for (DType t : {DType::kQ4_0, DType::kQ5_0, DType::kQ5_K}) {
+    const int64_t B = block_elems(t), n = 3, k = 2 * B;
+    std::vector<uint8_t> bytes(quantized_size_bytes(t, Layout::kRowWise, n, k));
+    for (uint8_t& b : bytes) b = static_cast<uint8_t>(rng());
+    for (int64_t blk = 0; blk < n * 2; ++blk) {  // finite f16 scales (d, and dmin for Q5_K)
+      bytes[static_cast<size_t>(blk * block_bytes(t)) + 1] = 0x20;
+      if (t == DType::kQ5_K) bytes[static_cast<size_t>(blk * block_bytes(t)) + 3] = 0x20;
+    }
+    std::vector<float> want(static_cast<size_t>(n * k));
+    const GgmlBlockType g = t == DType::kQ4_0 ? GgmlBlockType::kQ4_0 : t == DType::kQ5_0 ? GgmlBlockType::kQ5_0
+                                                                                           : GgmlBlockType::kQ5_K;
+    ASSERT_TRUE(dequantize_ggml_blocks(g, std::as_bytes(std::span(bytes)), want).ok());
+    EXPECT_EQ(decode(t, Layout::kRowWise, bytes, n, k), want) << dtype_name(t);
+    const std::vector<float> first = decode(t, Layout::kRowWise, bytes, n, k - 1);  // last value of each row is padding
+    for (int64_t r = 0; r < n; ++r) {
+      for (int64_t c = 0; c + 1 < k; ++c) EXPECT_EQ(first[r * (k - 1) + c], want[r * k + c]);
+    }
+  }
 }
 
 TEST(LayoutErrors, NonFiniteWeightsAreNamed) {

@@ -124,6 +124,10 @@ Result<uint64_t> expected_tensor_size_bytes(quant::DType dtype, std::span<const 
   if (blocked && shape.size() != 2) {
     return error(StatusCode::kValidation, what + ": block-quantized tensor must be 2-D [N, K]");
   }
+  if (quant::is_pass_through(dtype) && layout == quant::Layout::kColumnWise) {
+    return error(StatusCode::kValidation, what + ": layout column_wise, expected row_wise or flat (a pass-through "
+                                                 "type keeps a GGUF's block order)");
+  }
   std::optional<uint64_t> bytes = 1;
   if (!blocked) {
     bytes = static_cast<uint64_t>(quant::block_bytes(dtype));

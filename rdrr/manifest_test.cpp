@@ -217,6 +217,10 @@ TEST(ManifestSize, LayoutFormulas) {
   EXPECT_EQ(expected_tensor_size_bytes(DType::kQ8_0, shape, Layout::kRowWise).value(), 300u * 17 * 34);
   EXPECT_EQ(expected_tensor_size_bytes(DType::kQ6_K, shape, Layout::kColumnWise).value(), 520u * 2 * 210);
   EXPECT_EQ(expected_tensor_size_bytes(DType::kBF16, shape, std::nullopt).value(), 300u * 520 * 2);
+  EXPECT_EQ(expected_tensor_size_bytes(DType::kQ5_K, shape, Layout::kRowWise).value(), 300u * 3 * 176);
+  EXPECT_EQ(expected_tensor_size_bytes(DType::kQ4_0, shape, Layout::kRowWise).value(), 300u * 17 * 18);
+  ExpectError(expected_tensor_size_bytes(DType::kQ5_0, shape, Layout::kColumnWise).status(), StatusCode::kValidation,
+              "Q5_0 [300, 520]: layout column_wise, expected row_wise or flat");
   EXPECT_EQ(expected_tensor_size_bytes(DType::kF32, std::vector<uint64_t>{2, 3, 4, 5}, std::nullopt).value(), 480u);
   ExpectError(
       expected_tensor_size_bytes(DType::kF32, std::vector<uint64_t>{1ull << 30, 1ull << 30}, std::nullopt).status(),
@@ -315,8 +319,8 @@ TEST(ManifestParse, RejectsIntegerAbove2To53) {
 }
 
 TEST(ManifestParse, RejectsUnknownEnumValues) {
-  ExpectError(ParseEdited([](json& j) { j["tensors"]["model.norm.weight"]["dtype"] = "Q5_K"; }).status(),
-              StatusCode::kSchema, "/tensors/model.norm.weight/dtype: unknown value \"Q5_K\"");
+  ExpectError(ParseEdited([](json& j) { j["tensors"]["model.norm.weight"]["dtype"] = "Q4_1"; }).status(),
+              StatusCode::kSchema, "/tensors/model.norm.weight/dtype: unknown value \"Q4_1\"");
   ExpectError(
       ParseEdited([](json& j) { j["tensors"]["model.layers.0.mlp.up_proj.weight"]["layout"] = "row"; }).status(),
       StatusCode::kSchema, "layout: unknown value \"row\"");

@@ -50,7 +50,10 @@ Status decode_unchecked(const TensorEntry& e, std::span<const std::byte> bytes, 
       return Status::Ok();
     case quant::DType::kQ8_0:
     case quant::DType::kQ4_K:
-    case quant::DType::kQ6_K: {
+    case quant::DType::kQ6_K:
+    case quant::DType::kQ4_0:
+    case quant::DType::kQ5_0:
+    case quant::DType::kQ5_K: {
       const std::span<const uint8_t> src(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
       return quant::dequantize_matrix({.dtype = e.dtype,
                                        .layout = *e.layout,

@@ -273,7 +273,7 @@ Status record_dequant(Recorder& rec, quant::DType dtype, const BufferRange& src,
   if (elems >= (uint64_t{1} << 32)) return error(StatusCode::kUnsupported, ctx + ": too many elements for one dispatch");
   RDRR_RETURN_IF_ERROR(need_bytes(src, n_blocks * static_cast<uint64_t>(quant::block_bytes(dtype)), "src", ctx));
   RDRR_RETURN_IF_ERROR(need_bytes(dst, elems * 4, "dst", ctx));
-  const uint64_t unit = dtype == quant::DType::kQ4_K ? 4 : 2;
+  const uint64_t unit = weight_unit_bytes(dtype);
   if (src.offset % unit != 0) {
     return error(StatusCode::kValidation, ctx + ": src offset " + std::to_string(src.offset) + " not a multiple of " +
                                               std::to_string(unit));

@@ -65,7 +65,7 @@ Status record_embed(Recorder& rec, const EmbedArgs& a, std::string_view label) {
   RDRR_RETURN_IF_ERROR(need_bytes(a.table, table_bytes, "table", ctx));
   RDRR_RETURN_IF_ERROR(need_bytes(a.ids, uint64_t{a.n_tokens} * 4, "ids", ctx));
   RDRR_RETURN_IF_ERROR(need_bytes(a.out, uint64_t{a.n_tokens} * a.dim * 4, "out", ctx));
-  const uint64_t unit_bytes = (a.dtype == DType::kQ4_K || a.dtype == DType::kF32) ? 4 : 2;
+  const uint64_t unit_bytes = weight_unit_bytes(a.dtype);
   if (a.table.offset % unit_bytes != 0) {
     return error(StatusCode::kValidation, ctx + ": table offset " + std::to_string(a.table.offset) +
                                               " is not a multiple of " + std::to_string(unit_bytes));

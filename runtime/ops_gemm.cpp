@@ -214,7 +214,7 @@ Status record_gemm(Recorder& rec, const GemmArgs& a, std::string_view label) {
                                                  std::to_string(rec.device().binding_limit_bytes()));
     }
   }
-  const uint64_t unit_bytes = (a.dtype == DType::kQ4_K || a.dtype == DType::kF32) ? 4 : 2;
+  const uint64_t unit_bytes = weight_unit_bytes(a.dtype);
   if (a.w.offset % unit_bytes != 0) {
     return error(StatusCode::kValidation, ctx + ": w offset " + std::to_string(a.w.offset) + " is not a multiple of " +
                                               std::to_string(unit_bytes));

@@ -443,7 +443,7 @@ Status record_gemv(Recorder& rec, const GemvArgs& a, std::string_view label) {
   RDRR_RETURN_IF_ERROR(need_bytes(a.w, w_bytes, "w", ctx));
   RDRR_RETURN_IF_ERROR(need_bytes(a.x, uint64_t{a.k} * 4, "x", ctx));
   RDRR_RETURN_IF_ERROR(need_bytes(a.y, uint64_t{a.n_rows} * 4, "y", ctx));
-  const uint64_t unit_bytes = (a.dtype == DType::kQ4_K || a.dtype == DType::kF32) ? 4 : 2;
+  const uint64_t unit_bytes = weight_unit_bytes(a.dtype);
   if (a.w.offset % unit_bytes != 0) {
     return error(StatusCode::kValidation, ctx + ": w offset " + std::to_string(a.w.offset) + " is not a multiple of " +
                                               std::to_string(unit_bytes));

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "kernels/kernel_choice.h"
+#include "quant/dtype.h"
 #include "quant/status.h"
 #include "runtime/caps.h"
 #include "runtime/device.h"
@@ -18,6 +19,13 @@
 namespace rdrr::runtime::ops_detail {
 
 inline uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+
+// Bytes per element of the array a kernel reads packed weights of `dtype` through (the kernels' W bindings:
+// uint32 words for F32, Q4_K and Q5_K, whose blocks are 4-byte multiples; uint16 for the others). Offsets
+// (w_base) are in these units, so a weight range must start at a multiple of them.
+inline uint64_t weight_unit_bytes(quant::DType dtype) {
+  return dtype == quant::DType::kF32 || dtype == quant::DType::kQ4_K || dtype == quant::DType::kQ5_K ? 4 : 2;
+}
 
 // Q4_K kernels that read blocks as uvec4 (gemv_q4k*.comp, gemm.comp's fast tiles) need blocks starting at
 // this alignment in the binding.

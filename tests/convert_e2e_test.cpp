@@ -47,6 +47,9 @@ double tolerance(DType d) {
     case DType::kQ8_0: return 0.01;  // 5.7e-3
     case DType::kQ6_K: return 0.03;  // 1.7e-2
     case DType::kQ4_K: return 0.11;  // 7.7e-2
+    case DType::kQ4_0:
+    case DType::kQ5_0:
+    case DType::kQ5_K: return 0.0;  // pass-through: the source's own blocks
   }
   return 0.0;
 }

@@ -66,8 +66,10 @@ Converted convert(const fs::path& src, const std::string& name, convert::Preset 
   return {o.out, *r, m.ok() ? *m : Manifest{}};
 }
 
-// Gate 7's KLD mean on the CPU reference and (with a device) on Vulkan; every other gate must pass.
-std::vector<double> external_kld(const fs::path& pack, const fs::path& golden, bool gate7_must_pass = true) {
+// Gate 7's KLD mean on the CPU reference and (with a device) on Vulkan; every gate must pass (gate 7 bounded by
+// `anchor`, another implementation's figures on the same file, where given).
+std::vector<double> external_kld(const fs::path& pack, const fs::path& golden,
+                                 const std::optional<ExternalAnchor>& anchor = std::nullopt) {
   std::vector<double> out;
   for (bool skip_gpu : {true, false}) {
     if (!skip_gpu && shared_device() == nullptr) continue;
@@ -75,17 +77,14 @@ std::vector<double> external_kld(const fs::path& pack, const fs::path& golden, b
     o.pack = pack;
     o.skip_gpu = skip_gpu;
     o.external_golden = golden;
+    o.external_anchor = anchor;
     if (!skip_gpu) o.device = shared_device();
     const VerifyReport r = run_verify(o);
+    EXPECT_EQ(r.exit_code, 0) << pack;
     for (const GateResult& g : r.gates) {
       std::printf("  %s", format_gate_line(g).c_str());
-      if (g.number == 7) {
-        EXPECT_NE(g.status, GateStatus::kSkip) << pack;
-        if (gate7_must_pass) {
-          EXPECT_EQ(g.status, GateStatus::kPass) << pack;
-        }
-        out.push_back(g.metrics.value("kld_mean", 1e9));
-      } else if (!(skip_gpu && g.number == 4)) {
+      if (g.number == 7) out.push_back(g.metrics.value("kld_mean", 1e9));
+      if (!(skip_gpu && g.number == 4)) {
         EXPECT_EQ(g.status, GateStatus::kPass) << pack << " gate " << g.number << ": " << g.detail;
       }
     }
@@ -101,8 +100,11 @@ void expect_f32_matches_transformers(const std::string& model, const fs::path& s
   }
 }
 
-// `summary`: the llama.cpp summary's key for the golden (summary_vs_hf_f32, summary_vs_hf_f32_long).
-void expect_gguf_near_llamacpp(const std::string& model, const std::string& type, bool gate7_must_pass = true,
+// A GGUF converted at its own precision passes every gate, gate 7 with llama.cpp's figures on the same file as
+// the anchor (rdrr-verify --golden-anchor): KLD within 10% of llama.cpp's, top-1 within 10 points. Several of
+// these random-weight files are past the Q4_K_M label's bound for llama.cpp itself (phi3 0.24 / 0.40, gemma2
+// 0.64, q4_0 0.22 against 0.2). `golden`: hf-f32 or hf-f32-long (the summary's key follows it).
+void expect_gguf_near_llamacpp(const std::string& model, const std::string& type,
                                const std::string& golden = "hf-f32") {
   const Converted c = convert(kFamilies / model / "gguf" / (model + "-" + type + ".gguf"),
                               model + "-" + type + "-" + golden, convert::Preset::kQ4_K_M);
@@ -112,12 +114,12 @@ void expect_gguf_near_llamacpp(const std::string& model, const std::string& type
     }
   }
   std::ifstream f(kFamilies / model / "golden" / ("llamacpp-" + type + ".json"));
-  const double anchor = nlohmann::json::parse(f)
-                            .at("summary_vs_" + std::string(golden == "hf-f32" ? "hf_f32" : "hf_f32_long"))
-                            .at("kld_mean_all_positions")
-                            .get<double>();
-  for (double kld : external_kld(c.pack, kFamilies / model / "golden" / (golden + ".json"), gate7_must_pass)) {
-    EXPECT_LE(kld, 1.1 * anchor) << model << " " << type << ": llama.cpp's KLD on the same file is " << anchor;
+  const nlohmann::json summary =
+      nlohmann::json::parse(f).at("summary_vs_" + std::string(golden == "hf-f32" ? "hf_f32" : "hf_f32_long"));
+  const ExternalAnchor anchor{summary.at("kld_mean_all_positions").get<double>(),
+                              summary.at("top1_agreement_all_positions").get<double>()};
+  for (double kld : external_kld(c.pack, kFamilies / model / "golden" / (golden + ".json"), anchor)) {
+    EXPECT_LE(kld, kAnchorKldFactor * anchor.kld_mean) << model << " " << type;
   }
 }
 
@@ -138,20 +140,27 @@ TEST(Families, Llama3GgufRopeFreqsQ4KM) {
 }
 
 // Q5_K (no rdrr kernel) is widened to Q8_0, never narrowed to Q4_K; Q4_0 too.
-TEST(Families, Llama3GgufQ5KMAndQ4_0WidenedNotNarrowed) {
+// Q5_K_M and Q4_0 hub files pass through at their own types (native Q5_K / Q5_0 / Q4_0 kernels), row_wise.
+TEST(Families, Llama3GgufQ5KMAndQ4_0PassThrough) {
   expect_gguf_near_llamacpp("tiny-llama3", "q5_k_m");
-  // llama.cpp itself lands above the Q4_K_M preset's KLD bound on this random-weight Q4_0 file (0.219): the
-  // check here is the 10% band around llama.cpp's figure.
-  expect_gguf_near_llamacpp("tiny-llama3", "q4_0", false);
-  const Converted c = convert(kFamilies / "tiny-llama3" / "gguf" / "tiny-llama3-q4_0.gguf", "l3-q4_0-plan",
-                              convert::Preset::kQ4_K_M);
-  size_t widened = 0;  // Q4_0 rows go to Q8_0, or to Q6_K where the q4_k_m rule picks it (more bits than Q4_0)
-  for (const TensorEntry& e : c.manifest.tensors) {
-    if (e.shape.size() != 2) continue;
-    EXPECT_TRUE(e.dtype == quant::DType::kQ8_0 || e.dtype == quant::DType::kQ6_K) << e.name;
-    widened += e.dtype == quant::DType::kQ8_0;
+  expect_gguf_near_llamacpp("tiny-llama3", "q4_0");  // llama.cpp: KLD 0.219, past the Q4_K_M label's 0.2
+  for (const auto& [file, kept] : {std::pair{"tiny-llama3-q4_0.gguf", quant::DType::kQ4_0},
+                                   std::pair{"tiny-llama3-q5_k_m.gguf", quant::DType::kQ5_K}}) {
+    const Converted c = convert(kFamilies / "tiny-llama3" / "gguf" / file, std::string("l3-plan-") + file,
+                                convert::Preset::kQ4_K_M);
+    size_t n_kept = 0;
+    for (const TensorEntry& e : c.manifest.tensors) {
+      if (e.dtype != kept) continue;
+      ++n_kept;
+      EXPECT_EQ(e.layout, quant::Layout::kRowWise) << e.name;
+    }
+    EXPECT_GT(n_kept, 0u) << file;
+    for (const convert::TensorReport& t : c.report.tensors) {
+      if (t.dtype == kept) {
+        EXPECT_TRUE(t.passthrough) << t.name;
+      }
+    }
   }
-  EXPECT_GT(widened, 0u);
 }
 
 // Mistral: recorded as mistral; Q5_0 / Q8_0 fallback tensors of a 192-wide model kept at their precision.
@@ -209,8 +218,8 @@ TEST(Families, Phi3HfAndGgufBothFactorSets) {
   const fs::path hf = kFamilies / "tiny-phi3-longrope" / "hf";
   expect_f32_matches_transformers("tiny-phi3-longrope", hf);
   expect_f32_matches_transformers("tiny-phi3-longrope", hf, "hf-f32-long");
-  expect_gguf_near_llamacpp("tiny-phi3-longrope", "q4_k_m", false);
-  expect_gguf_near_llamacpp("tiny-phi3-longrope", "q4_k_m", false, "hf-f32-long");
+  expect_gguf_near_llamacpp("tiny-phi3-longrope", "q4_k_m");
+  expect_gguf_near_llamacpp("tiny-phi3-longrope", "q4_k_m", "hf-f32-long");
 }
 
 // Gemma 2 (attention and final soft-capping, a sliding window of 8 on alternate layers, post-norms): f32 from HF,
@@ -218,7 +227,7 @@ TEST(Families, Phi3HfAndGgufBothFactorSets) {
 // Q4_K_M preset's bound for both).
 TEST(Families, Gemma2HfAndGguf) {
   expect_f32_matches_transformers("tiny-gemma2", kFamilies / "tiny-gemma2" / "hf");
-  expect_gguf_near_llamacpp("tiny-gemma2", "q4_k_m", false);
+  expect_gguf_near_llamacpp("tiny-gemma2", "q4_k_m");
 }
 
 }  // namespace

@@ -534,6 +534,30 @@ TEST(VerifyTool, ExitCodesAndJsonReport) {
             0);
   EXPECT_EQ(manifest_of(bare).metadata.converter.flags.at("golden-prompts"), "2");
   EXPECT_EQ(run_tool("--no-such-flag"), 2);
+  // --golden-anchor: needs --golden, "KLD[,TOP1]" with KLD >= 0 and TOP1 in [0, 1].
+  const std::string golden = (kFixtures / "tiny-llama" / "golden" / "hf-f32.json").string();
+  EXPECT_EQ(run_tool(good.string() + " --skip-gpu --golden-anchor 0.1,0.5"), 2);
+  EXPECT_EQ(run_tool(good.string() + " --skip-gpu --golden " + golden + " --golden-anchor x"), 2);
+  EXPECT_EQ(run_tool(good.string() + " --skip-gpu --golden " + golden + " --golden-anchor 0.1,1.5"), 2);
+  EXPECT_EQ(run_tool(good.string() + " --skip-gpu --golden " + golden + " --golden-anchor -0.1"), 2);
+  // An anchor far better than this pack: gate 7 fails (24) where the Q4_K_M label's bound passes.
+  EXPECT_EQ(run_tool(good.string() + " --skip-gpu --golden " + golden), 0);
+  EXPECT_EQ(run_tool(good.string() + " --skip-gpu --golden " + golden + " --golden-anchor 0.0001,0.99"), 24);
+}
+
+TEST(VerifyAnchor, ParsesKldAndTop1) {
+  const Result<ExternalAnchor> a = parse_external_anchor("0.2186,0.6038");
+  ASSERT_TRUE(a.ok()) << a.status().to_string();
+  EXPECT_DOUBLE_EQ(a->kld_mean, 0.2186);
+  EXPECT_DOUBLE_EQ(a->top1, 0.6038);
+  EXPECT_DOUBLE_EQ(parse_external_anchor("0.5")->top1, 0.0);
+  const Result<ExternalAnchor> bad = parse_external_anchor("0.1,2");
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("--golden-anchor TOP1 '2': expected a number in [0, 1]"), std::string::npos)
+      << bad.status().message();
+  EXPECT_EQ(parse_external_anchor("nan").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(parse_external_anchor("0.1x").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(parse_external_anchor("").status().code(), StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -44,12 +44,16 @@ int make_goldens(const std::string& pack, const std::string& src, const rdrr::ve
 int main(int argc, char** argv) {
   rdrr::ignore_sigxfsz();  // a file size limit (disk full) is an error with exit 6, not death by SIGXFSZ
   CLI::App app{"rdrr-verify: check a pack (structure, integrity, kernel pins, load, fidelity, quality)"};
-  std::string pack, golden, json_path, thresholds, device, make_goldens_src;
+  std::string pack, golden, anchor, json_path, thresholds, device, make_goldens_src;
   rdrr::verify::GoldenOptions golden_options;
   bool skip_gpu = false, structure_only = false;
   bool quiet = false;
   app.add_option("PACK", pack, "pack directory or .rdrr.tar.zst")->required();
   app.add_option("--golden", golden, "also compare with a tiny-fixture-golden/v1 JSON (e.g. HF logits)");
+  app.add_option("--golden-anchor", anchor,
+                 "KLD[,TOP1]: another implementation's figures on the same file vs the same --golden (e.g. "
+                 "llama.cpp's); gate 7 then requires KLD <= 1.1x and top-1 >= TOP1 - 0.1 instead of the "
+                 "quantization's bound");
   app.add_option("--json", json_path, "write the JSON report to this file ('-': stdout)");
   app.add_option("--thresholds", thresholds, "JSON file overriding the default bounds (verify/README.md)");
   app.add_option("--device", device, "Vulkan device: index or name substring (default: RDRR_DEVICE / automatic)");
@@ -88,6 +92,18 @@ int main(int argc, char** argv) {
   rdrr::verify::VerifyOptions o;
   o.pack = loc->dir;
   if (!golden.empty()) o.external_golden = golden;
+  if (!anchor.empty()) {
+    if (golden.empty()) {
+      std::cerr << "rdrr-verify: --golden-anchor bounds gate 7: it needs --golden\n";
+      return rdrr::tools::kExitUsage;
+    }
+    rdrr::Result<rdrr::verify::ExternalAnchor> a = rdrr::verify::parse_external_anchor(anchor);
+    if (!a.ok()) {
+      std::cerr << "rdrr-verify: " << a.status().message() << "\n";
+      return rdrr::tools::kExitUsage;
+    }
+    o.external_anchor = *a;
+  }
   o.skip_gpu = skip_gpu;
   o.structure_only = structure_only;
   o.device_spec = device;

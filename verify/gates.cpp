@@ -1,7 +1,9 @@
 // rdrr-verify orchestration: gate order, skipping, exit code, thresholds, text and JSON output.
 #include "verify/gates.h"
 
+#include <cmath>
 #include <cstdio>
+#include <string>
 
 #include "rdrr/json_strict.h"
 #include "rdrr/mapped_file.h"
@@ -23,6 +25,32 @@ Thresholds default_thresholds() {
   t.quality = {{"F32", {1e-4, 0.98}},  {"F16", {1e-3, 0.95}}, {"BF16", {5e-3, 0.90}},
                {"Q8_0", {0.01, 0.90}}, {"Q4_K", {0.2, 0.6}},   {"Q4_K_M", {0.2, 0.6}}};
   return t;
+}
+
+Result<ExternalAnchor> parse_external_anchor(std::string_view text) {
+  const std::string s(text);
+  const size_t comma = s.find(',');
+  auto number = [](const std::string& field, const std::string& v, double lo, double hi,
+                   const char* range) -> Result<double> {
+    size_t used = 0;
+    double x = 0;
+    try {
+      x = std::stod(v, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != v.size() || !std::isfinite(x) || x < lo || x > hi) {
+      return error(StatusCode::kInvalidArgument,
+                   "--golden-anchor " + field + " '" + v + "': expected a number in " + std::string(range));
+    }
+    return x;
+  };
+  ExternalAnchor a;
+  RDRR_ASSIGN_OR_RETURN(a.kld_mean, number("KLD", s.substr(0, comma), 0.0, HUGE_VAL, "[0, inf)"));
+  if (comma != std::string::npos) {
+    RDRR_ASSIGN_OR_RETURN(a.top1, number("TOP1", s.substr(comma + 1), 0.0, 1.0, "[0, 1]"));
+  }
+  return a;
 }
 
 Result<Thresholds> read_thresholds(const std::filesystem::path& file, Thresholds base) {
@@ -126,7 +154,7 @@ struct Runner {
     }
     r.backend = backend->name();
     run_golden_gates(*m, *backend);
-    if (o.external_golden) add(internal::gate_external(*backend, *o.external_golden, *m, o.thresholds));
+    if (o.external_golden) add(internal::gate_external(*backend, *o.external_golden, *m, o.thresholds, o.external_anchor));
   }
 
   // Gates 5-6 cannot run: the pack has no goldens.

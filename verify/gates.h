@@ -104,9 +104,25 @@ struct GateResult {
   nlohmann::json metrics = nlohmann::json::object();
 };
 
+// Another implementation's figures on the same source file against the same external golden (e.g. llama.cpp's
+// KLD and top-1 on a GGUF, fixtures/families/*/golden/llamacpp-*.json). With one, gate 7 bounds the pack by what
+// that file allows rather than by its quantization label: KLD mean <= kAnchorKldFactor x the anchor's, top-1 >=
+// the anchor's - kAnchorTop1Slack. A random-weight or unusual file can exceed a label's bound for every
+// converter; the anchor says how close to the best known result this pack is.
+struct ExternalAnchor {
+  double kld_mean = 0;  // >= 0, finite
+  double top1 = 0;      // in [0, 1]
+};
+inline constexpr double kAnchorKldFactor = 1.10;
+inline constexpr double kAnchorTop1Slack = 0.10;
+// "KLD[,TOP1]" (TOP1 defaults to 0: no top-1 bound beyond the anchor's KLD). Errors: kInvalidArgument naming
+// the field and the expected range.
+Result<ExternalAnchor> parse_external_anchor(std::string_view text);
+
 struct VerifyOptions {
   std::filesystem::path pack;
   std::optional<std::filesystem::path> external_golden;  // tiny-fixture-golden/v1 JSON
+  std::optional<ExternalAnchor> external_anchor;         // gate 7's bound from another implementation's figures
   bool skip_gpu = false;
   bool structure_only = false;  // a pack without goldens passes (exit 0) when every other check does
   Thresholds thresholds = default_thresholds();

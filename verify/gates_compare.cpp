@@ -218,15 +218,22 @@ GateResult gate_quality(const BackendRuns& runs, const GoldenSet& golden, const 
 }
 
 GateResult gate_external(LogitsBackend& backend, const std::filesystem::path& file, const Manifest& m,
-                         const Thresholds& t) {
+                         const Thresholds& t, const std::optional<ExternalAnchor>& anchor) {
   GateResult g = make_gate(7, "external");
   auto bad = [&](const Status& s) {
     fail(g, kExitVerifyQuality, file.string() + ": " + s.to_string());
     return g;
   };
+  QualityBound from_anchor;
   const QualityBound* b = bound_for(m, t);
+  std::string bound_name = m.quantization;
+  if (anchor) {
+    from_anchor = {kAnchorKldFactor * anchor->kld_mean, std::max(0.0, anchor->top1 - kAnchorTop1Slack)};
+    b = &from_anchor;
+    bound_name = "anchor: KLD " + sci(anchor->kld_mean) + ", top-1 " + sci(anchor->top1 * 100) + "% on this file";
+  }
   if (!b) return skipped(7, "external", "no quality bound for quantization " + m.quantization + " (--thresholds)");
-  g.bound = quality_bound_text(*b) + " (" + m.quantization + ")";
+  g.bound = quality_bound_text(*b) + " (" + bound_name + ")";
   Result<MappedFile> f = MappedFile::open(file);
   if (!f.ok()) return bad(f.status());
   const std::string_view text(reinterpret_cast<const char*>(f->bytes().data()), f->bytes().size());
@@ -269,7 +276,7 @@ GateResult gate_external(LogitsBackend& backend, const std::filesystem::path& fi
                {"top1_agreement", c->top1_agreement()}, {"positions", c->positions},
                {"kld_mean_max", b->kld_mean_max}, {"top1_min", b->top1_min}};
   if (c->kld_mean > b->kld_mean_max || c->top1_agreement() < b->top1_min) {
-    fail(g, kExitVerifyQuality, "quality vs " + file.filename().string() + " below the " + m.quantization + " bound");
+    fail(g, kExitVerifyQuality, "quality vs " + file.filename().string() + " below the " + bound_name + " bound");
   }
   return g;
 }

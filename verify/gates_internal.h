@@ -37,7 +37,7 @@ GateResult gate_fidelity(const BackendRuns& runs, const GoldenSet& golden, const
 GateResult gate_quality(const BackendRuns& runs, const GoldenSet& golden, const Manifest& m, const Thresholds& t);
 // Gate 7: backend vs a tiny-fixture-golden/v1 file.
 GateResult gate_external(LogitsBackend& backend, const std::filesystem::path& file, const Manifest& m,
-                         const Thresholds& t);
+                         const Thresholds& t, const std::optional<ExternalAnchor>& anchor);
 
 // Gate 4 and the Vulkan backend (gates_gpu.cpp): loads the pack on the device. `backend` is set when the
 // gate passes; a missing device fails with kExitVerifyNoDevice.

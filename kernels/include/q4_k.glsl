@@ -37,14 +37,18 @@ uint q4k_q(uint wb, uint e) {
   return (Q4K_WORD(wb + 4u + (byte_index >> 2)) >> (8u * (byte_index & 3u) + 4u * hi)) & 15u;
 }
 
-// Exact decode of element e, rounding like the CPU reference (no contraction into fma).
-float q4k_decode(uint wb, uint e) {
+// Code q of sub-block j scaled exactly as the CPU reference rounds it (no contraction into fma):
+// (d * sc[j]) * q - (dmin * m[j]). Q5_K (q5_k.glsl) shares it.
+float q4k_scaled(uint wb, uint j, uint q) {
   const vec2 dm = q4k_d_dmin(wb);
-  const uvec2 sm = q4k_scale_min(wb, e >> 5);
+  const uvec2 sm = q4k_scale_min(wb, j);
   precise float d1 = dm.x * float(sm.x);
   precise float m1 = dm.y * float(sm.y);
-  precise float x = d1 * float(q4k_q(wb, e)) - m1;
+  precise float x = d1 * float(q) - m1;
   return x;
 }
+
+// Exact decode of element e.
+float q4k_decode(uint wb, uint e) { return q4k_scaled(wb, e >> 5, q4k_q(wb, e)); }
 
 #endif
