@@ -106,11 +106,13 @@ using KeepSeparate = std::function<bool(const std::vector<std::string>&, const M
 // Which projections stay unfused: a layer's parts the preset would give different types (q4_k_m's Q6_K v_proj on
 // use_more_bits layers beside Q4_K q/k: fusing would change their bits), or one a --tensor-type override selects
 // (the override would not match the fused name). So fusion rearranges rows and never changes a weight's type.
-KeepSeparate keep_separate_rule(std::vector<TensorTypeOverride> overrides, Preset preset) {
+// `qkv_any_types`: an explicit --fuse-qkv fuses q/k/v whatever types the preset would give them (the fused
+// tensor then takes qkv_proj's rule, v_proj's: the wider type on q4_k_m's use_more_bits layers).
+KeepSeparate keep_separate_rule(std::vector<TensorTypeOverride> overrides, Preset preset, bool qkv_any_types) {
   PlanOptions po;
   po.preset = preset;
   po.overrides = std::move(overrides);
-  return KeepSeparate([po](const std::vector<std::string>& names, const ModelConfig& config) {
+  return KeepSeparate([po, qkv_any_types](const std::vector<std::string>& names, const ModelConfig& config) {
     std::vector<PlanInput> in;
     for (const std::string& n : names) {
       for (const TensorTypeOverride& ov : po.overrides) {
@@ -118,6 +120,7 @@ KeepSeparate keep_separate_rule(std::vector<TensorTypeOverride> overrides, Prese
       }
       in.push_back({n, {256, 256}});  // the preset's choice for a 2-D weight does not depend on its size
     }
+    if (qkv_any_types && classify_tensor(names.front()) == TensorRole::kAttnQ) return false;
     PlanOptions model_po = po;
     model_po.n_layers = static_cast<int>(config.architecture.num_layers);
     model_po.tied_embeddings = config.tied_embeddings;
@@ -138,7 +141,7 @@ Result<SourceOptions> source_options(const ConvertOptions& o) {
   SourceOptions so;
   so.fuse_gate_up = o.fuse_gate_up.value_or(preset_is_quantized(o.preset));
   so.fuse_qkv = o.fuse_qkv.value_or(preset_is_quantized(o.preset));
-  so.keep_separate = keep_separate_rule(std::move(overrides), o.preset);
+  so.keep_separate = keep_separate_rule(std::move(overrides), o.preset, o.fuse_qkv.value_or(false));
   return so;
 }
 

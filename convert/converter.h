@@ -105,8 +105,9 @@ struct ConvertOptions {
   std::optional<quant::Layout> q4k_layout;
   KvDtype kv_dtype = KvDtype::kF16;  // KV cache precision of the execution graph
   std::optional<bool> fuse_gate_up;            // default: preset_is_quantized(preset)
-  // q/k/v as one qkv_proj per layer (one matmul dispatch; SourceOptions::fuse_qkv says where). Default:
-  // preset_is_quantized(preset).
+  // q/k/v as one qkv_proj per layer (one matmul dispatch). Unset: preset_is_quantized(preset), on the layers
+  // where the preset gives the three one type; true: every layer (qkv_proj's rule types the fused tensor);
+  // false: none. A --tensor-type override that selects one of them keeps its layer unfused either way.
   std::optional<bool> fuse_qkv;
   std::vector<std::string> tensor_types;       // "REGEX=TYPE" overrides, first match wins
   uint64_t shard_size_bytes = kDefaultShardSizeBytes;
@@ -170,8 +171,9 @@ struct ConvertReport {
 Result<ConvertReport> convert_model(const ConvertOptions& options);
 
 // How the conversion opens its source: gate+up and q/k/v fusion (defaults: preset_is_quantized), and the layers
-// that stay unfused (parts the preset would type differently, or a --tensor-type override selects: fusion only
-// rearranges rows). Tests open a source with it to compare a pack tensor by tensor. Errors: a bad override.
+// that stay unfused (parts the preset would type differently unless --fuse-qkv was given, or a part a
+// --tensor-type override selects). Tests open a source with it to compare a pack tensor by tensor. Errors: a bad
+// override.
 Result<SourceOptions> source_options(const ConvertOptions& options);
 
 }  // namespace rdrr::convert

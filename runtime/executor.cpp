@@ -409,7 +409,11 @@ Result<std::unique_ptr<Executor>> Executor::create(Device& device, const Pack& p
   impl->batch = std::min(ctx, options.max_batch_tokens != 0 ? options.max_batch_tokens : kDefaultBatch);
   if (Status s = impl->allocate(); !s.ok()) return s.context(where);
   RecorderOptions ropts;
+  if (options.profile && options.gpu_span) {
+    return error(StatusCode::kInvalidArgument, where + ": profile and gpu_span are exclusive");
+  }
   ropts.timestamps = options.profile;
+  ropts.span_timestamps = options.gpu_span;
   ropts.max_timed_dispatches = 16384;
   ropts.allowed_kernels = impl->plan.pinned;
   for (auto& r : impl->recs) {
@@ -468,6 +472,7 @@ Result<PrefillResult> Executor::prefill(std::span<const uint32_t> tokens, Logits
     }
     RDRR_ASSIGN_OR_RETURN(SubmitResult sub, im.rec->submit_and_wait());
     timings_.insert(timings_.end(), sub.timings.begin(), sub.timings.end());
+    gpu_span_ms_ += sub.span_ms;
     last_counts_ = {sub.dispatches, sub.barriers};
     position_ += m;
     const bool want = logits == LogitsMode::kAll || (logits == LogitsMode::kLast && last);
@@ -541,6 +546,7 @@ Result<uint32_t> Executor::decode(const SampleOptions& sample) {
     return sub.status().context("decode");
   }
   timings_.insert(timings_.end(), sub->timings.begin(), sub->timings.end());
+  gpu_span_ms_ += sub->span_ms;
   last_counts_ = {sub->dispatches, sub->barriers};
   ++position_;
   im.slot = (im.slot + 1) % kTokenSlots;

@@ -52,6 +52,9 @@ struct ExecutorOptions {
   // Prefill GEMMs run their cooperative-matrix variant (f16 products, f32 sums; GemmArgs::cooperative_matrix)
   // where the device has it and the pack pins it. false = always the f32 GEMM.
   bool cooperative_matrix = true;
+  // One GPU timestamp pair per submission (gpu_span_ms()): the device time of each prefill chunk and decode step
+  // without serializing its dispatches. Exclusive with profile (per-dispatch timestamps).
+  bool gpu_span = false;
 };
 
 // Token choice on the GPU (runtime/ops_sample.h). temperature <= 0: greedy argmax (first max wins).
@@ -125,6 +128,10 @@ class Executor {
   const std::vector<DispatchTiming>& raw_timings() const { return timings_; }
   void clear_timings() { timings_.clear(); }
   SubmitCounts last_submit_counts() const { return last_counts_; }
+  // ExecutorOptions::gpu_span: GPU milliseconds of the prefill chunks and decode steps waited for since the last
+  // clear_gpu_span() (a step submitted ahead and dropped is not counted).
+  double gpu_span_ms() const { return gpu_span_ms_; }
+  void clear_gpu_span() { gpu_span_ms_ = 0.0; }
 
   struct Impl;  // the compiled plan and device buffers (executor.cpp)
 
@@ -137,6 +144,7 @@ class Executor {
   std::optional<SampleOptions> ahead_;  // decode step position_ submitted ahead with these options
   std::vector<DispatchTiming> timings_;
   SubmitCounts last_counts_;
+  double gpu_span_ms_ = 0.0;
 };
 
 }  // namespace rdrr::runtime

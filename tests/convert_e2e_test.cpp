@@ -426,6 +426,35 @@ TEST(ConvertGguf, RowWiseBlocksPassThroughBitExactly) {
   EXPECT_EQ(compared, 12u);  // q/k/v of layer 0 fused (its three parts copied as they are)
 }
 
+// q4_k_m: by default q/k/v fuse only where the preset types them alike (layer 1, a use_more_bits layer, gives v
+// Q6_K, so it stays separate); --fuse-qkv fuses every layer, the fused tensor taking v_proj's rule; --no-fuse-qkv
+// none. Each pack verifies against its source.
+TEST(ConvertCli, FuseQkvDefaultExplicitAndOff) {
+  TempDir tmp;
+  struct Want {
+    const char* flag;
+    bool layer0, layer1;
+  };
+  for (const Want& w : {Want{"", true, false}, Want{"--fuse-qkv", true, true}, Want{"--no-fuse-qkv", false, false}}) {
+    const fs::path out = tmp / (std::string("pack") + w.flag);
+    std::vector<std::string> args = {hf_dir("tiny-llama").string(), out.string(), "--no-sync", "--quiet",
+                                     "--golden-prompts", "none"};
+    if (*w.flag) args.push_back(w.flag);
+    const RunResult r = run_convert(args);
+    ASSERT_EQ(r.exit_code, 0) << w.flag << ": " << r.err;
+    const Manifest m = read_pack(out);
+    EXPECT_EQ(find_tensor(m, "model.layers.0.self_attn.qkv_proj.weight") != nullptr, w.layer0) << w.flag;
+    EXPECT_EQ(find_tensor(m, "model.layers.1.self_attn.qkv_proj.weight") != nullptr, w.layer1) << w.flag;
+    EXPECT_EQ(find_tensor(m, "model.layers.1.self_attn.v_proj.weight") == nullptr, w.layer1) << w.flag;
+    if (w.layer1) {
+      EXPECT_EQ(find_tensor(m, "model.layers.1.self_attn.qkv_proj.weight")->dtype, DType::kQ6_K);
+    }
+    convert::ConvertOptions co;
+    if (*w.flag) co.fuse_qkv = std::string(w.flag) == "--fuse-qkv";
+    expect_close_to_source(out, m, hf_dir("tiny-llama"), co, w.flag);
+  }
+}
+
 TEST(ConvertCli, OverridesSmallShardsAndNoFusion) {
   TempDir tmp;
   const fs::path out = tmp / "pack";

@@ -494,6 +494,41 @@ TEST_F(ExecutorFailClosedTest, RunAheadStepsAreDroppedCleanly) {
   EXPECT_EQ(std::vector<uint32_t>(full->begin(), full->begin() + 2), *part);
 }
 
+// rdrr-bench: one row per test and depth, mean / sd over the repetitions of wall and GPU tokens per second, in
+// llama-bench's JSON fields and as a markdown table; usage and missing-pack errors with their exit codes.
+TEST_F(ExecutorFailClosedTest, RdrrBenchReportsEveryTestAndDepth) {
+  auto dir = pack_for(kVariant);
+  ASSERT_TRUE(dir.ok()) << dir.status().to_string();
+  const fs::path out = scratch_root() / "bench.json";
+  const std::string bench = std::string(RDRR_BENCH_BIN) + " -m " + dir->string() + " -p 8 -n 4 -d 0,4 -r 2";
+  ASSERT_EQ(std::system((bench + " -o json > " + out.string() + " 2>/dev/null").c_str()), 0);
+  std::ifstream in(out);
+  const nlohmann::json j = nlohmann::json::parse(in);
+  ASSERT_EQ(j.size(), 4u);
+  const char* names[] = {"pp8", "tg4", "pp8 @ d4", "tg4 @ d4"};
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(j[i].at("test"), names[i]);
+    EXPECT_EQ(j[i].at("samples_ts").size(), 2u);
+    EXPECT_GT(j[i].at("avg_ts").get<double>(), 0.0);
+    EXPECT_GE(j[i].at("stddev_ts").get<double>(), 0.0);
+    EXPECT_GT(j[i].at("gpu_avg_ts").get<double>(), 0.0) << "timestamps: one pair per submission";
+    EXPECT_GT(j[i].at("model_n_params").get<uint64_t>(), 0u);
+  }
+  EXPECT_EQ(j[1].at("n_gen"), 4);
+  EXPECT_EQ(j[2].at("n_depth"), 4);
+  const fs::path md = scratch_root() / "bench.md";
+  ASSERT_EQ(std::system((bench + " > " + md.string() + " 2>/dev/null").c_str()), 0);
+  std::ifstream mdin(md);
+  std::string line;
+  std::vector<std::string> lines;
+  while (std::getline(mdin, line)) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 6u);
+  EXPECT_EQ(lines[0], "| model | size | params | backend | test | t/s | GPU t/s |");
+  EXPECT_NE(lines[5].find("| tg4 @ d4 | "), std::string::npos) << lines[5];
+  EXPECT_EQ(WEXITSTATUS(std::system((std::string(RDRR_BENCH_BIN) + " -m " + dir->string() + " -p x 2>/dev/null").c_str())), 2);
+  EXPECT_EQ(WEXITSTATUS(std::system((std::string(RDRR_BENCH_BIN) + " -m /no/such/pack 2>/dev/null").c_str())), 4);
+}
+
 // rdrr-run end to end: generated ids on stdout, --logits file, exit code of a pack with a stale pin.
 TEST_F(ExecutorFailClosedTest, RdrrRunPrintsTokensWritesLogitsAndFailsClosed) {
   auto dir = pack_for(kVariant);
