@@ -17,6 +17,7 @@ struct DeviceCaps {
   DeviceDesc desc;
   uint32_t vendor_id = 0;
   uint32_t device_id = 0;
+  std::array<uint8_t, VK_UUID_SIZE> pipeline_cache_uuid{};  // VkPhysicalDeviceProperties::pipelineCacheUUID
   std::string driver_name;  // VkPhysicalDeviceDriverProperties (Vulkan 1.2)
   std::string driver_info;
 

@@ -1,4 +1,5 @@
 // probe_caps: the Vulkan queries behind DeviceCaps.
+#include <algorithm>
 #include <cstring>
 #include <string_view>
 #include <vector>
@@ -84,6 +85,7 @@ Result<DeviceCaps> probe_caps(VkInstance instance, VkPhysicalDevice pd, uint32_t
   c.desc.api_version = base.apiVersion;
   c.vendor_id = base.vendorID;
   c.device_id = base.deviceID;
+  std::copy(std::begin(base.pipelineCacheUUID), std::end(base.pipelineCacheUUID), c.pipeline_cache_uuid.begin());
   fill_queue(pd, c);
   const VkPhysicalDeviceLimits& l = base.limits;
   c.max_storage_buffer_range = l.maxStorageBufferRange;

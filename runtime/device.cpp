@@ -1,9 +1,11 @@
 #include "runtime/device.h"
 
 #include <cstdlib>
+#include <string_view>
 #include <vector>
 
 #include "runtime/pipeline.h"
+#include "runtime/pipeline_cache_file.h"
 #include "runtime/transfer.h"
 #include "runtime/vk_status.h"
 
@@ -13,6 +15,16 @@ DeviceOptions device_options_from_env() {
   DeviceOptions o;
   if (const char* spec = std::getenv("RDRR_DEVICE")) o.device_spec = spec;
   o.instance = instance_options_from_env();
+  const char* cache = std::getenv("RDRR_PIPELINE_CACHE");
+  const char* xdg = std::getenv("XDG_CACHE_HOME");
+  const char* home = std::getenv("HOME");
+  if (cache != nullptr) {
+    if (std::string_view(cache) != "off" && *cache != '\0') o.pipeline_cache_dir = cache;
+  } else if (xdg != nullptr && *xdg != '\0') {
+    o.pipeline_cache_dir = std::filesystem::path(xdg) / "rdrr";
+  } else if (home != nullptr && *home != '\0') {
+    o.pipeline_cache_dir = std::filesystem::path(home) / ".cache" / "rdrr";
+  }
   return o;
 }
 
@@ -31,6 +43,7 @@ Device::~Device() {
   if (device_.get() != VK_NULL_HANDLE) vkDeviceWaitIdle(device_.get());
   // Members go in reverse order: transfer, pipelines, pools, device, instance.
   transfer_.reset();
+  (void)save_pipeline_cache();  // best effort: a cache that cannot be written is compiled again next time
   pipelines_.reset();
   host_pool_.reset();
   device_pool_.reset();
@@ -115,9 +128,24 @@ Status Device::init(std::unique_ptr<Instance> instance, const DeviceOptions& opt
                                               caps_.max_memory_allocation_bytes);
   host_pool_ = std::make_unique<MemoryPool>(raw, physical_, MemoryKind::kHost, opts.host_block_bytes,
                                             caps_.max_memory_allocation_bytes);
-  pipelines_ = std::make_unique<PipelineCache>(*this, std::span<const std::byte>{});
+  PipelineCacheLoad load;
+  if (!opts.pipeline_cache_dir.empty()) {
+    load = read_pipeline_cache_file(opts.pipeline_cache_dir / pipeline_cache_file_name(caps_), caps_);
+  }
+  pipeline_cache_loaded_bytes_ = load.blob.size();
+  pipeline_cache_note_ = load.note;
+  pipelines_ = std::make_unique<PipelineCache>(*this, load.blob);
   RDRR_RETURN_IF_ERROR(pipelines_->init());
   RDRR_ASSIGN_OR_RETURN(transfer_, Transfer::create(*this, opts.staging_bytes));
+  return Status::Ok();
+}
+
+Status Device::save_pipeline_cache() {
+  if (opts_.pipeline_cache_dir.empty() || !pipelines_ || pipelines_->pipeline_count() == 0) return Status::Ok();
+  RDRR_ASSIGN_OR_RETURN(std::vector<std::byte> blob, pipelines_->serialize());
+  if (blob.size() <= pipeline_cache_loaded_bytes_) return Status::Ok();  // nothing new compiled
+  RDRR_RETURN_IF_ERROR(write_pipeline_cache_file(opts_.pipeline_cache_dir / pipeline_cache_file_name(caps_), blob));
+  pipeline_cache_loaded_bytes_ = blob.size();
   return Status::Ok();
 }
 

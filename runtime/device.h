@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <span>
 #include <string>
@@ -34,9 +35,13 @@ struct DeviceOptions {
   // Diagnostics (bench_kernels --stats): keep the driver's compiler statistics of every pipeline
   // (VK_KHR_pipeline_executable_properties; ignored where the device lacks it). Off in every real use.
   bool capture_pipeline_statistics = false;
+  // Folder of the on-disk pipeline cache (pipeline_cache_file.h): loaded at creation, written back when the
+  // device is destroyed if it grew. Empty: no file.
+  std::filesystem::path pipeline_cache_dir;
 };
 
-// Options with device_spec from RDRR_DEVICE and validation from RDRR_VK_VALIDATION.
+// Options with device_spec from RDRR_DEVICE, validation from RDRR_VK_VALIDATION and pipeline_cache_dir from
+// RDRR_PIPELINE_CACHE (a folder; "off" for none; unset: $XDG_CACHE_HOME/rdrr, else $HOME/.cache/rdrr, else none).
 DeviceOptions device_options_from_env();
 
 class Device {
@@ -75,6 +80,13 @@ class Device {
   // kDevice when the validation layer reported errors since creation (always OK without validation).
   Status validation_status() const;
 
+  // The pipeline cache file: bytes loaded at creation, and why a present file was ignored ("" otherwise).
+  uint64_t pipeline_cache_loaded_bytes() const { return pipeline_cache_loaded_bytes_; }
+  const std::string& pipeline_cache_note() const { return pipeline_cache_note_; }
+  // Writes the cache to its file when it holds more than was loaded (the destructor calls it and ignores
+  // errors). OK without DeviceOptions::pipeline_cache_dir. Errors: kIo, kDevice.
+  Status save_pipeline_cache();
+
  private:
   Device() = default;
   Status init(std::unique_ptr<Instance> instance, const DeviceOptions& opts);
@@ -89,6 +101,8 @@ class Device {
   std::unique_ptr<MemoryPool> host_pool_;
   std::unique_ptr<PipelineCache> pipelines_;
   std::unique_ptr<Transfer> transfer_;  // last: holds a host Buffer, destroyed before the pools
+  uint64_t pipeline_cache_loaded_bytes_ = 0;
+  std::string pipeline_cache_note_;
 };
 
 }  // namespace rdrr::runtime

@@ -2,10 +2,15 @@
 // sub-allocator, staging uploads/downloads, pipeline cache, dispatch validation, barriers only where data
 // flows, timestamps.
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <random>
 
 #include "runtime/ops.h"
+#include "rdrr/test_temp_dir.h"
 #include "runtime/pipeline.h"
+#include "runtime/pipeline_cache_file.h"
 #include "runtime/vk_test_fixture.h"
 
 namespace rdrr::runtime {
@@ -212,6 +217,58 @@ TEST_F(DeviceTest, PipelineStatisticsNeedCapture) {
   bool listed = false;
   for (const auto& [key, pipe] : dev().pipelines().list()) listed = listed || pipe == *p;
   EXPECT_TRUE(listed);
+}
+
+// The pipeline cache file: written when the device goes away, loaded by the next one; a file that is corrupt,
+// truncated or another device's is ignored with a note (the pipelines are compiled again, nothing fails).
+TEST_F(DeviceTest, PipelineCacheFilePersistsAndRejectsBadFiles) {
+  test::TempDir dir;
+  DeviceOptions o = testing::test_device_options();
+  o.pipeline_cache_dir = dir.path() / "cache";
+  const std::filesystem::path file = o.pipeline_cache_dir / pipeline_cache_file_name(dev().caps());
+  {
+    Result<std::unique_ptr<Device>> first = Device::create(o);
+    ASSERT_TRUE(first.ok()) << first.status().to_string();
+    EXPECT_EQ((*first)->pipeline_cache_loaded_bytes(), 0u);
+    ASSERT_TRUE((*first)->pipelines().get("add").ok());
+    ASSERT_TRUE((*first)->pipelines().get("rms_norm").ok());
+  }
+  ASSERT_TRUE(std::filesystem::exists(file));
+  const uint64_t size = std::filesystem::file_size(file);
+  {
+    Result<std::unique_ptr<Device>> second = Device::create(o);
+    ASSERT_TRUE(second.ok());
+    EXPECT_EQ((*second)->pipeline_cache_loaded_bytes(), size - 80);  // the 80-byte rdrr prefix
+    EXPECT_EQ((*second)->pipeline_cache_note(), "");
+    EXPECT_TRUE((*second)->pipelines().get("add").ok());
+  }
+  auto reopen_note = [&](const std::string& bytes) {
+    std::ofstream(file, std::ios::binary | std::ios::trunc) << bytes;
+    Result<std::unique_ptr<Device>> d = Device::create(o);
+    EXPECT_TRUE(d.ok());
+    if (!d.ok()) return std::string();
+    EXPECT_EQ((*d)->pipeline_cache_loaded_bytes(), 0u);
+    EXPECT_TRUE((*d)->pipelines().get("add").ok());  // compiled again
+    return (*d)->pipeline_cache_note();
+  };
+  std::ifstream in(file, std::ios::binary);
+  const std::string good((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string flipped = good;
+  flipped.back() = static_cast<char>(flipped.back() ^ 1);
+  EXPECT_NE(reopen_note(flipped).find("ignored (checksum differs)"), std::string::npos);
+  EXPECT_NE(reopen_note(good.substr(0, 40)).find("ignored (bad size)"), std::string::npos);
+  EXPECT_NE(reopen_note("not a cache file at all, long enough to pass the size check for the prefix bytes: "
+                        "0123456789012345678901234567890123456789")
+                .find("not an rdrr pipeline cache"),
+            std::string::npos);
+  // Another device's blob with a valid checksum: the Vulkan header's device id differs.
+  DeviceCaps other = dev().caps();
+  other.device_id ^= 1;
+  std::vector<std::byte> blob(reinterpret_cast<const std::byte*>(good.data() + 80),
+                              reinterpret_cast<const std::byte*>(good.data() + good.size()));
+  ASSERT_TRUE(write_pipeline_cache_file(file, blob).ok());
+  EXPECT_TRUE(read_pipeline_cache_file(file, dev().caps()).note.empty());
+  EXPECT_NE(read_pipeline_cache_file(file, other).note.find("made on another device"), std::string::npos);
 }
 
 // span_timestamps: one GPU time for the whole submission and no per-dispatch timings; exclusive with

@@ -17,6 +17,7 @@ DeviceOptions test_device_options() {
   o.block_bytes = 16ull << 20;
   o.host_block_bytes = 8ull << 20;
   o.staging_bytes = 1ull << 20;
+  o.pipeline_cache_dir.clear();  // tests compile their pipelines and write nothing outside their folders
   return o;
 }
 
