@@ -141,6 +141,10 @@ Result<SourceOptions> source_options(const ConvertOptions& o) {
   SourceOptions so;
   so.fuse_gate_up = o.fuse_gate_up.value_or(preset_is_quantized(o.preset));
   so.fuse_qkv = o.fuse_qkv.value_or(preset_is_quantized(o.preset));
+  so.overridden = [overrides](const std::string& name) {
+    return std::any_of(overrides.begin(), overrides.end(),
+                       [&](const TensorTypeOverride& ov) { return std::regex_match(name, ov.regex); });
+  };
   so.keep_separate = keep_separate_rule(std::move(overrides), o.preset, o.fuse_qkv.value_or(false));
   return so;
 }

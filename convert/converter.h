@@ -106,8 +106,9 @@ struct ConvertOptions {
   KvDtype kv_dtype = KvDtype::kF16;  // KV cache precision of the execution graph
   std::optional<bool> fuse_gate_up;            // default: preset_is_quantized(preset)
   // q/k/v as one qkv_proj per layer (one matmul dispatch). Unset: preset_is_quantized(preset), on the layers
-  // where the preset gives the three one type; true: every layer (qkv_proj's rule types the fused tensor);
-  // false: none. A --tensor-type override that selects one of them keeps its layer unfused either way.
+  // where the preset gives the three one type; true: every layer (qkv_proj's rule types the fused tensor) whose
+  // three are stored in one type (a GGUF's differing blocks are not re-encoded to fuse them); false: none. A
+  // --tensor-type override that selects one of them keeps its layer unfused (a stored qkv_proj is then split).
   std::optional<bool> fuse_qkv;
   std::vector<std::string> tensor_types;       // "REGEX=TYPE" overrides, first match wins
   uint64_t shard_size_bytes = kDefaultShardSizeBytes;

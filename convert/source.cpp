@@ -315,7 +315,7 @@ StoredMatrix stored_slice(const StoredMatrix& m, int64_t first, int64_t n, bool 
 // Phi-3's fused qkv_proj (HF self_attn.qkv_proj, GGUF attn_qkv; rows q, then k, then v) and its bias become
 // q_proj / k_proj / v_proj by row ranges of the stored matrix, so the graph's separate projections run them and
 // every tensor's rows pass through unchanged.
-Status SourceModel::split_qkv(bool split_weight) {
+Status SourceModel::split_qkv(const SourceOptions& options) {
   const Architecture& a = config_.architecture;
   std::set<std::string> names;
   for (const SourceTensor& t : tensors_) names.insert(t.name);
@@ -333,6 +333,10 @@ Status SourceModel::split_qkv(bool split_weight) {
     }
     const ModelTensor w[] = {ModelTensor::kQProj, ModelTensor::kKProj, ModelTensor::kVProj};
     const ModelTensor b[] = {ModelTensor::kQBias, ModelTensor::kKBias, ModelTensor::kVBias};
+    bool split_weight = !options.fuse_qkv;
+    for (ModelTensor one : w) {  // an override that selects q_proj, k_proj or v_proj needs them separate
+      split_weight = split_weight || (options.overridden && options.overridden(model_tensor_name(one, p->layer)));
+    }
     if (weight && !split_weight) {  // kept fused: none of the three may be stored beside it
       for (ModelTensor one : w) {
         const std::string name = model_tensor_name(one, p->layer);
@@ -364,7 +368,7 @@ Status SourceModel::split_qkv(bool split_weight) {
 // Per layer, the tensors `parts` (each one stored matrix) become one virtual tensor `fused` with their rows stacked
 // in that order. A layer whose parts differ in storage type stays unfused, so a GGUF's blocks still pass through
 // as they are (e.g. llama.cpp's Q4_K_M gives some layers' v_proj Q6_K and their q_proj / k_proj Q4_K); so does
-// one with a part options.keep_separate names.
+// one whose parts options.keep_separate names, or with a part options.overridden selects.
 void SourceModel::fuse_rows(ModelTensor fused, std::initializer_list<ModelTensor> parts, const SourceOptions& options) {
   std::map<std::string, size_t> index;
   for (size_t i = 0; i < tensors_.size(); ++i) index[tensors_[i].name] = i;
@@ -376,6 +380,7 @@ void SourceModel::fuse_rows(ModelTensor fused, std::initializer_list<ModelTensor
       const auto it = index.find(model_tensor_name(p, l));
       if (it == index.end() || tensors_[it->second].parts.size() != 1) break;
       if (!at.empty() && tensors_[it->second].parts[0].stored.type != tensors_[at[0]].parts[0].stored.type) break;
+      if (options.overridden && options.overridden(it->first)) break;
       at.push_back(it->second);
       names.push_back(it->first);
     }
@@ -424,7 +429,7 @@ Status SourceModel::finish(const SourceOptions& options) {
   for (const std::string& n : required_names(config_, present)) {
     if (present.count(n) == 0) return error(StatusCode::kNotFound, "tensor " + n + ": missing from the input");
   }
-  RDRR_RETURN_IF_ERROR(split_qkv(!options.fuse_qkv));
+  RDRR_RETURN_IF_ERROR(split_qkv(options));
   using M = ModelTensor;
   if (options.fuse_qkv) fuse_rows(M::kQkvProj, {M::kQProj, M::kKProj, M::kVProj}, options);
   if (options.fuse_gate_up && config_.inference.ffn.gated) {

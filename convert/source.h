@@ -87,6 +87,9 @@ struct SourceOptions {
   // Called with a layer's part names (q, k, v or gate, up); true keeps them unfused (the converter: where the
   // plan would give them different types, or a --tensor-type override selects one).
   std::function<bool(const std::vector<std::string>& part_names, const ModelConfig& config)> keep_separate = nullptr;
+  // True for a tensor name a --tensor-type override selects: a stored qkv_proj whose q_proj, k_proj or v_proj it
+  // selects is split (the override then applies to that part).
+  std::function<bool(const std::string& name)> overridden = nullptr;
 };
 
 class SourceModel {
@@ -113,7 +116,7 @@ class SourceModel {
   Status load_safetensors(const std::filesystem::path& folder, const SourceOptions& options);
   Status load_gguf(const std::filesystem::path& file, const SourceOptions& options);
   Status finish(const SourceOptions& options);
-  Status split_qkv(bool split_weight);
+  Status split_qkv(const SourceOptions& options);
   void fuse_rows(ModelTensor fused, std::initializer_list<ModelTensor> parts, const SourceOptions& options);
 
   SourceFormat format_ = SourceFormat::kSafetensors;

@@ -217,6 +217,14 @@ TEST(Source, Phi3QkvSplitIntoRowRanges) {
   EXPECT_EQ(fused->parts.size(), 1u);
   EXPECT_EQ(all_rows(*fused), qkv);
   EXPECT_EQ(find(*kept, "model.layers.1.self_attn.q_proj.weight"), nullptr);
+  // An override that selects layer 1's v_proj splits that layer's stored qkv_proj (and only that layer's).
+  SourceOptions with_override{.fuse_gate_up = true, .fuse_qkv = true};
+  with_override.overridden = [](const std::string& n) { return n == "model.layers.1.self_attn.v_proj.weight"; };
+  Result<SourceModel> split = SourceModel::open(dir, with_override);
+  ASSERT_TRUE(split.ok()) << split.status().to_string();
+  EXPECT_NE(find(*split, "model.layers.1.self_attn.v_proj.weight"), nullptr);
+  EXPECT_EQ(find(*split, "model.layers.1.self_attn.qkv_proj.weight"), nullptr);
+  EXPECT_NE(find(*split, "model.layers.0.self_attn.qkv_proj.weight"), nullptr);
 }
 
 // fuse_qkv stacks q, k and v rows per layer (HF); a GGUF layer whose three are stored in different types (llama.cpp's

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -85,7 +86,9 @@ Status write_pipeline_cache_file(const std::filesystem::path& file, std::span<co
   std::error_code ec;
   std::filesystem::create_directories(file.parent_path(), ec);
   if (ec) return error(StatusCode::kIo, file.parent_path().string() + ": cannot create (" + ec.message() + ")");
-  const std::filesystem::path tmp = file.string() + ".tmp." + std::to_string(::getpid());
+  static std::atomic<uint64_t> serial{0};  // two devices of one process may save at once
+  const std::filesystem::path tmp =
+      file.string() + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(serial.fetch_add(1));
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     const uint64_t size = blob.size();

@@ -7,7 +7,8 @@
 // Each test runs once untimed (warm-up: builds its pipelines and faults the weights in), then -r times.
 // Per repetition: wall t/s = tokens / wall seconds of the executor calls (first token in .. last token out,
 // host waits included); GPU t/s = tokens / device seconds of those calls' submissions (one timestamp pair per
-// submission: ExecutorOptions::gpu_span; decode steps queued ahead overlap the host, not each other).
+// submission: ExecutorOptions::gpu_span; decode steps queued ahead overlap the host, not each other; 0 on a
+// queue without timestamps).
 // Reported: mean and sample standard deviation over the repetitions. Model columns: the pack's tensor bytes
 // and parameter count (manifest), its backend and device. Exit codes: tools/exit_codes.h.
 #include <CLI/CLI.hpp>
@@ -156,8 +157,14 @@ Status bench_model(const Args& a, rt::Device& dev, const Model& m, std::vector<R
   RDRR_ASSIGN_OR_RETURN(std::unique_ptr<rt::Pack> pack, rt::Pack::load(dev, m.path, lopts));
   rt::ExecutorOptions eopts;
   eopts.context_length = a.ctx != 0 ? a.ctx : ctx_needed;
+  if (eopts.context_length < ctx_needed || ctx_needed > m.manifest.architecture.max_seq_len) {
+    return rdrr::error(StatusCode::kInvalidArgument,
+                       m.path + ": the tests need a context of " + std::to_string(ctx_needed) + " positions (depth + "
+                       "tokens + 1); --ctx is " + std::to_string(eopts.context_length) + ", architecture.maxSeqLen " +
+                       std::to_string(m.manifest.architecture.max_seq_len));
+  }
   eopts.cooperative_matrix = !a.no_coopmat;
-  eopts.gpu_span = true;
+  eopts.gpu_span = dev.caps().timestamp_valid_bits != 0;  // without timestamps: wall time only (GPU t/s 0)
   RDRR_ASSIGN_OR_RETURN(std::unique_ptr<rt::Executor> ex, rt::Executor::create(dev, *pack, eopts));
   for (const Test& t : tests) {
     Row row{&m, t, {}, {}};

@@ -64,8 +64,8 @@ int main(int argc, char** argv) {
   app.add_flag("--fuse-gate-up", fuse, "store gate+up as one gate_up_proj (default for q8_0, q4_k, q4_k_m)");
   app.add_flag("--no-fuse-gate-up", no_fuse, "keep gate_proj and up_proj separate");
   app.add_flag("--fuse-qkv", fuse_qkv,
-               "store q/k/v as one qkv_proj in every layer (default for q8_0, q4_k, q4_k_m: on the layers where the "
-               "preset gives the three one type; a stored qkv_proj stays fused)");
+               "store q/k/v as one qkv_proj in every layer whose three are stored in one type (default for q8_0, "
+               "q4_k, q4_k_m: on the layers where the preset also gives them one type; a stored qkv_proj stays fused)");
   app.add_flag("--no-fuse-qkv", no_fuse_qkv, "keep q_proj, k_proj and v_proj separate (a stored qkv_proj is split)");
   app.add_option("--tensor-type", tensor_types, "REGEX=TYPE override (f32 f16 bf16 q8_0 q4_k q6_k), repeatable");
   app.add_option("--shard-size", shard_size, "maximum shard bytes (multiple of 256)")->capture_default_str();
