@@ -104,48 +104,48 @@ struct Planned {
 using KeepSeparate = std::function<bool(const std::vector<std::string>&, const ModelConfig&)>;
 
 // Which projections stay unfused: a layer's parts the preset would give different types (q4_k_m's Q6_K v_proj on
-// use_more_bits layers beside Q4_K q/k: fusing would change their bits), or one a --tensor-type override selects
-// (the override would not match the fused name). So fusion rearranges rows and never changes a weight's type.
+// use_more_bits layers beside Q4_K q/k: fusing would change their bits). So fusion rearranges rows and never
+// changes a weight's type. (Parts a --tensor-type override selects never reach it: SourceOptions::overridden.)
 // `qkv_any_types`: an explicit --fuse-qkv fuses q/k/v whatever types the preset would give them (the fused
 // tensor then takes qkv_proj's rule, v_proj's: the wider type on q4_k_m's use_more_bits layers).
-KeepSeparate keep_separate_rule(std::vector<TensorTypeOverride> overrides, Preset preset, bool qkv_any_types) {
-  PlanOptions po;
-  po.preset = preset;
-  po.overrides = std::move(overrides);
-  return KeepSeparate([po, qkv_any_types](const std::vector<std::string>& names, const ModelConfig& config) {
-    std::vector<PlanInput> in;
-    for (const std::string& n : names) {
-      for (const TensorTypeOverride& ov : po.overrides) {
-        if (std::regex_match(n, ov.regex)) return true;
-      }
-      in.push_back({n, {256, 256}});  // the preset's choice for a 2-D weight does not depend on its size
-    }
+KeepSeparate keep_separate_rule(Preset preset, bool qkv_any_types) {
+  return KeepSeparate([preset, qkv_any_types](const std::vector<std::string>& names, const ModelConfig& config) {
     if (qkv_any_types && classify_tensor(names.front()) == TensorRole::kAttnQ) return false;
-    PlanOptions model_po = po;
-    model_po.n_layers = static_cast<int>(config.architecture.num_layers);
-    model_po.tied_embeddings = config.tied_embeddings;
-    const Result<std::vector<PlanEntry>> plan = plan_tensors(in, model_po);
+    std::vector<PlanInput> in;
+    // The preset's choice for a 2-D weight does not depend on its size.
+    for (const std::string& n : names) in.push_back({n, {256, 256}});
+    PlanOptions po;
+    po.preset = preset;
+    po.n_layers = static_cast<int>(config.architecture.num_layers);
+    po.tied_embeddings = config.tied_embeddings;
+    const Result<std::vector<PlanEntry>> plan = plan_tensors(in, po);
     if (!plan.ok()) return true;
     return std::any_of(plan->begin(), plan->end(), [&](const PlanEntry& e) { return e.dtype != plan->front().dtype; });
   });
 }
 
+// The --tensor-type overrides, in order.
+Result<std::vector<TensorTypeOverride>> parse_overrides(const ConvertOptions& o) {
+  std::vector<TensorTypeOverride> out;
+  for (const std::string& spec : o.tensor_types) {
+    RDRR_ASSIGN_OR_RETURN(TensorTypeOverride ov, parse_tensor_type_override(spec));
+    out.push_back(std::move(ov));
+  }
+  return out;
+}
+
 }  // namespace
 
 Result<SourceOptions> source_options(const ConvertOptions& o) {
-  std::vector<TensorTypeOverride> overrides;
-  for (const std::string& spec : o.tensor_types) {
-    RDRR_ASSIGN_OR_RETURN(TensorTypeOverride ov, parse_tensor_type_override(spec));
-    overrides.push_back(std::move(ov));
-  }
+  RDRR_ASSIGN_OR_RETURN(std::vector<TensorTypeOverride> overrides, parse_overrides(o));
   SourceOptions so;
   so.fuse_gate_up = o.fuse_gate_up.value_or(preset_is_quantized(o.preset));
   so.fuse_qkv = o.fuse_qkv.value_or(preset_is_quantized(o.preset));
-  so.overridden = [overrides](const std::string& name) {
+  so.overridden = [overrides = std::move(overrides)](const std::string& name) {
     return std::any_of(overrides.begin(), overrides.end(),
                        [&](const TensorTypeOverride& ov) { return std::regex_match(name, ov.regex); });
   };
-  so.keep_separate = keep_separate_rule(std::move(overrides), o.preset, o.fuse_qkv.value_or(false));
+  so.keep_separate = keep_separate_rule(o.preset, o.fuse_qkv.value_or(false));
   return so;
 }
 
@@ -157,10 +157,7 @@ Result<Planned> plan_and_place(const SourceModel& src, const ConvertOptions& o) 
   po.q4k_layout = *o.q4k_layout;  // resolved by convert_in_arena
   po.n_layers = static_cast<int>(src.config().architecture.num_layers);
   po.tied_embeddings = src.config().tied_embeddings;
-  for (const std::string& spec : o.tensor_types) {
-    RDRR_ASSIGN_OR_RETURN(TensorTypeOverride ov, parse_tensor_type_override(spec));
-    po.overrides.push_back(std::move(ov));
-  }
+  RDRR_ASSIGN_OR_RETURN(po.overrides, parse_overrides(o));
   std::vector<PlanInput> inputs;
   for (const SourceTensor& t : src.tensors()) {
     PlanInput in{t.name, t.shape, {}};

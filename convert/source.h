@@ -85,7 +85,7 @@ struct SourceOptions {
   // stored in one type; a stored qkv_proj (Phi-3) stays fused. Off: a stored qkv_proj is split into the three.
   bool fuse_qkv = false;
   // Called with a layer's part names (q, k, v or gate, up); true keeps them unfused (the converter: where the
-  // plan would give them different types, or a --tensor-type override selects one).
+  // preset would give them different types). Parts `overridden` selects never get here.
   std::function<bool(const std::vector<std::string>& part_names, const ModelConfig& config)> keep_separate = nullptr;
   // True for a tensor name a --tensor-type override selects: a stored qkv_proj whose q_proj, k_proj or v_proj it
   // selects is split (the override then applies to that part).
