@@ -84,13 +84,13 @@ GptqFactors::LayerFactors GptqFactors::make_layer(size_t first) {
   LayerFactors out;
   const std::pair<int, int> key = *keys_.at(first);
   const auto layer = static_cast<uint32_t>(key.first);
-  Result<std::array<std::vector<float>, 4>> h = session_->layer_hessians(layer, wanted_.at(key.first));
+  Result<LayerCalibration::Hessians> h = session_->layer_hessians(layer, wanted_.at(key.first));
   if (!h.ok()) {
     out.status = h.status().context("calibration: layer " + std::to_string(layer));
     return out;
   }
   for (size_t i = 0; i < h->size(); ++i) {
-    std::vector<float>& hi = (*h)[i];
+    quant::UninitVector<float>& hi = (*h)[i];
     if (hi.empty()) continue;
     const std::pair<int, int> k{key.first, static_cast<int>(i)};
     size_t reader = first;  // the first matrix reading this input: its input count

@@ -25,6 +25,7 @@
 #include "convert/source.h"
 #include "quant/dtype.h"
 #include "quant/status.h"
+#include "quant/uninitialized.h"
 #include "rdrr/manifest.h"
 #include "rdrr/placement.h"
 
@@ -80,8 +81,10 @@ class LayerCalibration {
  public:
   virtual ~LayerCalibration() = default;
   // H of layer `layer`'s inputs i with wanted[i] (the others empty). Layers strictly increasing (layers not
-  // asked for are run through without statistics). Values that are not finite are returned as they are.
-  virtual Result<std::array<std::vector<float>, 4>> layer_hessians(uint32_t layer, std::array<bool, 4> wanted) = 0;
+  // asked for are run through without statistics). Values that are not finite are returned as they are. Only
+  // the lower triangle of each H is set (quant::gptq_factor reads no more).
+  using Hessians = std::array<quant::UninitVector<float>, 4>;
+  virtual Result<Hessians> layer_hessians(uint32_t layer, std::array<bool, 4> wanted) = 0;
 };
 struct CalibrationOutput {
   std::unique_ptr<LayerCalibration> session;  // null: no calibration (the warnings say why)

@@ -165,9 +165,9 @@ Status quantize_rows_gptq(const GptqRowsParams& p) {
   plain.rows = p.rows;
   plain.importance = p.factor->importance;
   plain.dst = p.dst;
-  // quantize_rows checks shapes, sizes, chunk alignment and finiteness; its bytes are overwritten below
-  // except for flat matrices whose blocks straddle rows, which keep them.
-  RDRR_RETURN_IF_ERROR(quantize_rows(plain));
+  // Row_wise and flat take their static groups from quantize_rows' blocks, and flat matrices whose blocks
+  // straddle rows keep them; column_wise writes every block of the chunk below, so only the checks run.
+  RDRR_RETURN_IF_ERROR(p.layout == Layout::kColumnWise ? check_quantize_rows(plain) : quantize_rows(plain));
   if (p.layout == Layout::kFlat && p.k_cols % kB != 0) return Status::Ok();
   use_single_threaded_blas();
   const int64_t chunk_rows = static_cast<int64_t>(p.rows.size()) / p.k_cols;

@@ -29,6 +29,7 @@
 
 #include "quant/dtype.h"
 #include "quant/status.h"
+#include "quant/uninitialized.h"
 
 namespace rdrr::quant {
 
@@ -42,7 +43,7 @@ inline constexpr int64_t kGptqPanelRows = 128;
 // the diagonal), so one batch's rows are one BLAS operand. About K^2 / 2 floats.
 struct GptqFactor {
   int64_t k_cols = 0;
-  std::vector<float> t;
+  UninitVector<float> t;
   std::vector<float> importance;  // diag(H) (objective weights of the block searches)
   std::vector<int64_t> order;     // act order: processing position -> input (empty: 0..K-1)
 
@@ -64,7 +65,7 @@ struct GptqFactor {
 // oneTBB (the same bits at any thread count). Memory: H's own (permuted in place), then t; peak 1.5 K^2 floats.
 // Errors: kInvalidArgument (sizes, damp <= 0), kNonFinite (NaN/Inf in H), kValidation (H not positive
 // definite after damping, naming the pivot).
-Result<GptqFactor> gptq_factor(std::vector<float> hessian, int64_t k_cols, double damp = 0.01, bool act_order = false);
+Result<GptqFactor> gptq_factor(UninitVector<float> hessian, int64_t k_cols, double damp = 0.01, bool act_order = false);
 // The same from a double H (rounded to float).
 Result<GptqFactor> gptq_factor(std::span<const double> hessian, int64_t k_cols, double damp = 0.01,
                                bool act_order = false);

@@ -58,7 +58,7 @@ int64_t cholesky_lower(float* a, int64_t n) {
 // made symmetric, then its rows are moved along the permutation's cycles and each row's values permuted, with
 // one row of extra memory per task (so a factor's peak is H's own memory plus its packed panels).
 template <typename Src>
-void permute_symmetric(std::vector<float>& h, int64_t n, const Src& src) {
+void permute_symmetric(UninitVector<float>& h, int64_t n, const Src& src) {
   tbb::parallel_for(tbb::blocked_range<int64_t>(0, n, 64), [&](const tbb::blocked_range<int64_t>& r) {
     for (int64_t i = r.begin(); i < r.end(); ++i) {
       for (int64_t j = i + 1; j < n; ++j) h[i * n + j] = h[j * n + i];  // upper from lower: disjoint
@@ -95,10 +95,12 @@ void permute_symmetric(std::vector<float>& h, int64_t n, const Src& src) {
 
 Result<GptqFactor> gptq_factor(std::span<const double> hessian, int64_t k_cols, double damp, bool act_order) {
   // NaN and Inf stay so in float (and doubles beyond float's range become Inf): the float overload reports them.
-  return gptq_factor(std::vector<float>(hessian.begin(), hessian.end()), k_cols, damp, act_order);
+  UninitVector<float> h(hessian.size());
+  std::transform(hessian.begin(), hessian.end(), h.begin(), [](double v) { return static_cast<float>(v); });
+  return gptq_factor(std::move(h), k_cols, damp, act_order);
 }
 
-Result<GptqFactor> gptq_factor(std::vector<float> hessian, int64_t k_cols, double damp, bool act_order) {
+Result<GptqFactor> gptq_factor(UninitVector<float> hessian, int64_t k_cols, double damp, bool act_order) {
   if (k_cols < 1 || hessian.size() != static_cast<size_t>(k_cols) * static_cast<size_t>(k_cols)) {
     return Status(StatusCode::kInvalidArgument, "gptq: hessian has " + std::to_string(hessian.size()) +
                                                     " values, expected k_cols^2 with k_cols " + std::to_string(k_cols));
@@ -108,10 +110,12 @@ Result<GptqFactor> gptq_factor(std::vector<float> hessian, int64_t k_cols, doubl
   }
   use_single_threaded_blas();
   const int64_t n = k_cols;
-  for (size_t i = 0; i < hessian.size(); ++i) {
-    if (!std::isfinite(hessian[i])) {
-      return Status(StatusCode::kNonFinite, "gptq: hessian[" + std::to_string(i / n) + "][" +
-                                                std::to_string(i % n) + "] is not finite");
+  for (int64_t i = 0; i < n; ++i) {  // the lower triangle (the upper one is never read)
+    for (int64_t j = 0; j <= i; ++j) {
+      if (!std::isfinite(hessian[i * n + j])) {
+        return Status(StatusCode::kNonFinite,
+                      "gptq: hessian[" + std::to_string(i) + "][" + std::to_string(j) + "] is not finite");
+      }
     }
   }
   GptqFactor f;

@@ -274,10 +274,13 @@ uint64_t tensor_size_bytes(DType dtype, Layout layout, int64_t n_rows, int64_t k
   return plain_size_bytes(dtype, elems);
 }
 
-Status quantize_rows(const QuantizeRowsParams& p) {
+namespace {
+
+// quantize_rows' argument checks; sets the chunk's row count and the column weights.
+Status check_rows(const QuantizeRowsParams& p, const Codec*& codec, int64_t& n_chunk_rows, std::vector<float>& col_w) {
   RDRR_RETURN_IF_ERROR(check_matrix_shape(p.dtype, p.layout, p.n_rows, p.k_cols));
-  const Codec& codec = codec_for(p.dtype);
-  if (codec.encode == nullptr) {
+  codec = &codec_for(p.dtype);
+  if (codec->encode == nullptr) {
     return error(StatusCode::kUnsupported, cat(dtype_name(p.dtype), " is a pass-through type: rdrr copies a GGUF's "
                                                                      "blocks of it, it does not encode floats into it"));
   }
@@ -286,22 +289,37 @@ Status quantize_rows(const QuantizeRowsParams& p) {
   if (n_vals == 0 || n_vals % K != 0) {
     return error(StatusCode::kInvalidArgument, cat("chunk has ", n_vals, " values, expected a positive multiple of k_cols = ", K));
   }
-  const int64_t n_chunk_rows = n_vals / K;
+  n_chunk_rows = n_vals / K;
   if (p.row_begin < 0 || p.row_begin + n_chunk_rows > p.n_rows) {
     return error(StatusCode::kInvalidArgument,
                  cat("chunk rows [", p.row_begin, ", ", p.row_begin + n_chunk_rows, ") outside the matrix's ", p.n_rows,
                      " rows"));
   }
-  RDRR_RETURN_IF_ERROR(check_chunk(p, codec, n_chunk_rows));
+  RDRR_RETURN_IF_ERROR(check_chunk(p, *codec, n_chunk_rows));
   const uint64_t want = quantized_size_bytes(p.dtype, p.layout, p.n_rows, K);
   if (p.dst.size() != want) {
     return error(StatusCode::kInvalidArgument,
                  cat("dst has ", p.dst.size(), " bytes, expected ", want, " for ", dtype_name(p.dtype), " ",
                      layout_name(p.layout), " ", shape_str(p.n_rows, K)));
   }
-  RDRR_ASSIGN_OR_RETURN(const std::vector<float> col_w, column_weights(p.importance, K));
+  RDRR_ASSIGN_OR_RETURN(col_w, column_weights(p.importance, K));
+  return Status::Ok();
+}
+
+Status non_finite_at(int64_t row_begin, int64_t K, int64_t index) {
+  return error(StatusCode::kNonFinite, cat("W[", row_begin + index / K, ", ", index % K, "] is not finite"));
+}
+
+}  // namespace
+
+Status quantize_rows(const QuantizeRowsParams& p) {
+  const Codec* codec = nullptr;
+  int64_t n_chunk_rows = 0;
+  std::vector<float> col_w;
+  RDRR_RETURN_IF_ERROR(check_rows(p, codec, n_chunk_rows, col_w));
+  const int64_t K = p.k_cols;
   const bool use_w = !col_w.empty() && p.dtype != DType::kQ8_0;
-  const Chunk c{&codec, block_grid(p.dtype, p.layout, p.n_rows, K), p.n_rows, K, p.row_begin,
+  const Chunk c{codec, block_grid(p.dtype, p.layout, p.n_rows, K), p.n_rows, K, p.row_begin,
                 p.row_begin + n_chunk_rows, p.rows.data(), use_w ? col_w.data() : nullptr, p.dst.data()};
   FirstBad bad;
   if (p.layout == Layout::kColumnWise) {
@@ -309,9 +327,17 @@ Status quantize_rows(const QuantizeRowsParams& p) {
   } else {
     encode_contiguous(c, p.layout == Layout::kFlat, bad);
   }
-  if (bad.get() != INT64_MAX) {
-    return error(StatusCode::kNonFinite, cat("W[", p.row_begin + bad.get() / K, ", ", bad.get() % K, "] is not finite"));
-  }
+  if (bad.get() != INT64_MAX) return non_finite_at(p.row_begin, K, bad.get());
+  return Status::Ok();
+}
+
+Status check_quantize_rows(const QuantizeRowsParams& p) {
+  const Codec* codec = nullptr;
+  int64_t n_chunk_rows = 0;
+  std::vector<float> col_w;
+  RDRR_RETURN_IF_ERROR(check_rows(p, codec, n_chunk_rows, col_w));
+  const auto it = std::find_if(p.rows.begin(), p.rows.end(), [](float v) { return !std::isfinite(v); });
+  if (it != p.rows.end()) return non_finite_at(p.row_begin, p.k_cols, it - p.rows.begin());
   return Status::Ok();
 }
 

@@ -86,6 +86,9 @@ struct QuantizeRowsParams {
   std::span<uint8_t> dst;             // the whole matrix's quantized buffer
 };
 Status quantize_rows(const QuantizeRowsParams& p);
+// quantize_rows' checks (shapes, sizes, chunk alignment, importance, finiteness: the same errors) without encoding,
+// for callers that write every block of the chunk themselves (quant/gptq.h).
+Status check_quantize_rows(const QuantizeRowsParams& p);
 
 struct DequantizeParams {
   DType dtype = DType::kQ4_K;

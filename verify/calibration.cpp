@@ -86,8 +86,8 @@ void mirror_lower(std::vector<double>& h) {
 class ReferenceCalibration final : public convert::LayerCalibration {
  public:
   explicit ReferenceCalibration(std::vector<std::array<std::vector<double>, 4>> h) : h_(std::move(h)) {}
-  Result<std::array<std::vector<float>, 4>> layer_hessians(uint32_t layer, std::array<bool, 4> wanted) override {
-    std::array<std::vector<float>, 4> out;
+  Result<Hessians> layer_hessians(uint32_t layer, std::array<bool, 4> wanted) override {
+    Hessians out;
     if (layer >= h_.size()) return out;
     for (size_t i = 0; i < out.size(); ++i) {
       if (wanted[i]) out[i].assign(h_[layer][i].begin(), h_[layer][i].end());

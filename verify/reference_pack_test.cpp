@@ -317,8 +317,8 @@ TEST(Calibration, GgufSourceIsCalibratedFromItsVocabulary) {
 // leaves nothing at the output.
 class WrongSizeCalibration final : public convert::LayerCalibration {
  public:
-  Result<std::array<std::vector<float>, 4>> layer_hessians(uint32_t, std::array<bool, 4>) override {
-    std::array<std::vector<float>, 4> h;
+  Result<Hessians> layer_hessians(uint32_t, std::array<bool, 4>) override {
+    Hessians h;
     h[0].assign(16, 1.0f);
     return h;
   }
@@ -346,15 +346,15 @@ TEST(Calibration, WrongHessianSizeFailsNamingTheLayer) {
 // matrices are rounded plainly with a warning naming the layer and input; the rest is calibrated.
 class NanCalibration final : public convert::LayerCalibration {
  public:
-  Result<std::array<std::vector<float>, 4>> layer_hessians(uint32_t, std::array<bool, 4> wanted) override {
-    std::array<std::vector<float>, 4> h;
+  Result<Hessians> layer_hessians(uint32_t, std::array<bool, 4> wanted) override {
+    Hessians h;
     for (size_t i = 0; i < h.size(); ++i) {
       if (!wanted[i]) continue;
       const size_t k = i == 3 ? 512 : 256;  // tiny-llama: hidden 256, intermediate 512
       h[i].assign(k * k, 0.0f);
       for (size_t d = 0; d < k; ++d) h[i][d * k + d] = 1.0f;
     }
-    if (!h[0].empty()) h[0][5] = NAN;
+    if (!h[0].empty()) h[0][5 * 256] = NAN;  // H[5][0]: the lower triangle is what is read
     return h;
   }
 };

@@ -15,11 +15,13 @@ namespace {
 
 constexpr size_t kGramTile = 256;  // H tiles (rows and columns), one sgemm each
 
-// Lower triangle of h += x^T x (k x k float), x [rows, k] (double, rounded to float): one sgemm over all rows
-// per tile of a fixed grid, so the sums do not depend on the thread count.
-void accumulate_gram(std::vector<float>& h, const Matrix& x, quant::UninitVector<float>& xf) {
+// Lower triangle of h += x^T x (k x k float; h empty: h = x^T x, the upper triangle left unset), x [rows, k]
+// (double, rounded to float): one sgemm over all rows per tile of a fixed grid, so the sums do not depend on
+// the thread count.
+void accumulate_gram(quant::UninitVector<float>& h, const Matrix& x, quant::UninitVector<float>& xf) {
   const size_t k = x.cols, rows = x.rows;
-  if (h.empty()) h.assign(k * k, 0.0f);
+  const float beta = h.empty() ? 0.0f : 1.0f;
+  if (h.empty()) h.resize(k * k);
   xf.resize(x.data.size());
   tbb::parallel_for(tbb::blocked_range<size_t>(0, xf.size(), size_t{1} << 16), [&](const tbb::blocked_range<size_t>& r) {
     for (size_t i = r.begin(); i < r.end(); ++i) xf[i] = static_cast<float>(x.data[i]);
@@ -33,7 +35,7 @@ void accumulate_gram(std::vector<float>& h, const Matrix& x, quant::UninitVector
     const size_t ib = std::min(kGramTile, k - i0), jb = std::min(kGramTile, k - j0);
     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, static_cast<int>(ib), static_cast<int>(jb),
                 static_cast<int>(rows), 1.0f, xf.data() + i0, static_cast<int>(k), xf.data() + j0, static_cast<int>(k),
-                1.0f, h.data() + i0 * k + j0, static_cast<int>(k));
+                beta, h.data() + i0 * k + j0, static_cast<int>(k));
   });
 }
 
@@ -42,8 +44,9 @@ class StreamingCalibration final : public convert::LayerCalibration {
   StreamingCalibration(StreamingReference engine, StreamingReference::LayerPass pass, uint64_t tokens)
       : engine_(std::move(engine)), pass_(std::move(pass)), tokens_(tokens) {}
 
-  Result<std::array<std::vector<float>, 4>> layer_hessians(uint32_t layer, std::array<bool, 4> wanted) override {
-  std::array<std::vector<float>, 4> h;
+  Result<Hessians> layer_hessians(uint32_t layer, std::array<bool, 4> wanted) override {
+    Hessians h;
+    std::array<size_t, 4> cols{};
     if (layer < pass_.next_layer()) {
       return error(StatusCode::kInvalidArgument, "calibration: layer " + std::to_string(layer) +
                                                      " asked for after layer " + std::to_string(pass_.next_layer()));
@@ -51,11 +54,19 @@ class StreamingCalibration final : public convert::LayerCalibration {
     while (pass_.next_layer() < layer) RDRR_RETURN_IF_ERROR(pass_.run_layer({}));
     RDRR_RETURN_IF_ERROR(pass_.run_layer([&](LinearInput which, const Matrix& x) {
       const auto i = static_cast<size_t>(which);
-      if (wanted[i]) accumulate_gram(h[i], x, xf_);
+      if (!wanted[i]) return;
+      accumulate_gram(h[i], x, xf_);
+      cols[i] = x.cols;
     }));
     const float inv = 1.0f / static_cast<float>(tokens_);
-    for (std::vector<float>& m : h) {
-      for (float& v : m) v *= inv;
+    for (size_t input = 0; input < h.size(); ++input) {
+      quant::UninitVector<float>& m = h[input];
+      const size_t k = cols[input];
+      tbb::parallel_for(tbb::blocked_range<size_t>(0, k, 64), [&](const tbb::blocked_range<size_t>& r) {
+        for (size_t i = r.begin(); i < r.end(); ++i) {
+          for (size_t j = 0; j <= i; ++j) m[i * k + j] *= inv;
+        }
+      });
     }
     return h;
   }

@@ -1,5 +1,6 @@
 // StreamingReference::sample and LayerPass: the passes calibration needs (see verify/stream_reference.h).
 #include <algorithm>
+#include <map>
 #include <string>
 #include <utility>
 
@@ -30,6 +31,34 @@ Result<std::vector<std::vector<int32_t>>> StreamingReference::sample(std::span<c
     all[i] = i;
   }
   std::vector<int32_t> step(starts.begin(), starts.end());
+  if (length > 1) {
+    // The first step runs each distinct start token once (the samples of a calibration set share one) and
+    // hands its keys, values and logits to every sequence that starts with it.
+    std::map<int32_t, size_t> distinct;
+    std::vector<size_t> first_of(n);
+    std::vector<int32_t> firsts;
+    for (size_t i = 0; i < n; ++i) {
+      const auto [it, fresh] = distinct.emplace(starts[i], firsts.size());
+      if (fresh) firsts.push_back(starts[i]);
+      first_of[i] = it->second;
+    }
+    const size_t m = firsts.size();
+    std::vector<Sequence> first(m, Sequence{std::vector<Matrix>(layers), std::vector<Matrix>(layers)});
+    std::vector<std::pair<size_t, size_t>> first_rows(m);
+    std::vector<size_t> first_all(m);
+    for (size_t j = 0; j < m; ++j) {
+      first_rows[j] = {j, 1};
+      first_all[j] = j;
+    }
+    RDRR_ASSIGN_OR_RETURN(Matrix h, stream_detail::embed_tokens(s, firsts));
+    RDRR_RETURN_IF_ERROR(stream_detail::forward(s, h, first, first_rows, nullptr));
+    RDRR_ASSIGN_OR_RETURN(const Matrix logits, stream_detail::head_logits(s, h, first_all));
+    for (size_t i = 0; i < n; ++i) {
+      seqs[i] = first[first_of[i]];
+      step[i] = sample_token(logits.row(first_of[i]), state[i]);
+      out[i].push_back(step[i]);
+    }
+  }
   while (out[0].size() < length) {  // every sequence has the same length
     RDRR_ASSIGN_OR_RETURN(Matrix h, stream_detail::embed_tokens(s, step));
     RDRR_RETURN_IF_ERROR(stream_detail::forward(s, h, seqs, rows_of, nullptr));
