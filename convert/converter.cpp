@@ -264,12 +264,12 @@ Result<ConvertReport> convert_in_arena(ConvertOptions o, int threads, Clock::tim
   RDRR_ASSIGN_OR_RETURN(Planned planned, plan_and_place(src, o));
   ConvertReport report = base_report(o, src, planned, threads);
   RDRR_RETURN_IF_ERROR(preflight_execution_graph(src.config(), planned.jobs, o.kv_dtype));
+  // An existing output is refused before calibration, the slow part (PackWriter::create checks again).
+  if (std::error_code ec; !o.out.empty() && fs::exists(fs::symlink_status(o.out, ec)) && !o.force) {
+    return error(StatusCode::kAlreadyExists, o.out.string() + ": already exists (use --force to replace it)");
+  }
   RDRR_ASSIGN_OR_RETURN(std::unique_ptr<GptqFactors> factors, calibrate_jobs(o, src.format(), planned.jobs, report));
   if (o.dry_run) {
-    std::error_code ec;
-    if (!o.out.empty() && fs::exists(fs::symlink_status(o.out, ec)) && !o.force) {
-      return error(StatusCode::kAlreadyExists, o.out.string() + ": already exists (use --force to replace it)");
-    }
     report.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
     return report;
   }

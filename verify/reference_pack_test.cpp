@@ -324,6 +324,25 @@ class WrongSizeCalibration final : public convert::LayerCalibration {
   }
 };
 
+// An existing output is refused before the calibrator runs (it takes minutes at real sizes), and left as it was.
+TEST(Calibration, ExistingOutputIsRefusedBeforeCalibrating) {
+  TempDir tmp;
+  convert::ConvertOptions o = convert_options("tiny-llama", tmp.path() / "p", convert::Preset::kQ4_K_M,
+                                              quant::Layout::kRowWise, false);
+  fs::create_directories(o.out);
+  { std::ofstream(o.out / "keep.txt") << "mine"; }
+  bool calibrated = false;
+  o.calibrator = [&calibrated](const convert::CalibrationContext&) -> Result<convert::CalibrationOutput> {
+    calibrated = true;
+    return convert::CalibrationOutput{};
+  };
+  const Status s = convert::convert_model(o).status();
+  EXPECT_EQ(s.code(), StatusCode::kAlreadyExists) << s.to_string();
+  EXPECT_NE(s.message().find("already exists (use --force to replace it)"), std::string::npos) << s.message();
+  EXPECT_FALSE(calibrated);
+  EXPECT_TRUE(fs::exists(o.out / "keep.txt"));
+}
+
 TEST(Calibration, WrongHessianSizeFailsNamingTheLayer) {
   TempDir tmp;
   convert::ConvertOptions o = convert_options("tiny-llama", tmp.path() / "p", convert::Preset::kQ4_K_M,
