@@ -62,6 +62,16 @@ constexpr BindingInfo kMergeBindings[] = {{0, "partials", Access::kRead}, {1, "o
 constexpr BindingInfo kThresholdBindings[] = {{0, "logits", Access::kRead}, {1, "scratch", Access::kWrite}};
 constexpr BindingInfo kPartialBindings[] = {{0, "logits", Access::kRead}, {1, "scratch", Access::kReadWrite}};
 constexpr BindingInfo kFinalBindings[] = {{0, "scratch", Access::kRead}, {1, "token", Access::kWrite}};
+constexpr BindingInfo kMoeRouteBindings[] = {
+    {0, "logits", Access::kRead}, {1, "ids", Access::kWrite}, {2, "weights", Access::kWrite}};
+constexpr BindingInfo kMoeGemvBindings[] = {
+    {0, "w", Access::kRead}, {1, "x", Access::kRead}, {2, "ids", Access::kRead}, {3, "y", Access::kWrite}};
+constexpr BindingInfo kMoeCombineBindings[] = {{0, "w", Access::kRead},
+                                               {1, "x", Access::kRead},
+                                               {2, "ids", Access::kRead},
+                                               {3, "weights", Access::kRead},
+                                               {4, "y", Access::kWrite}};
+constexpr BindingInfo kGatedAddBindings[] = {{0, "g", Access::kRead}, {1, "s", Access::kRead}, {2, "y", Access::kReadWrite}};
 
 constexpr SpecInfo kSpec128[] = {{0, "local_size_x", 128, SpecRole::kLocalSizeX}};
 constexpr SpecInfo kSpec256[] = {{0, "local_size_x", 256, SpecRole::kLocalSizeX}};
@@ -123,6 +133,8 @@ constexpr std::string_view kEmbedGrid = "ceil(n_tokens * dim / local_size_x) wor
 constexpr std::string_view kKvGrid = "ceil(n_tokens * n_kv_heads * head_dim / 2 / local_size_x) workgroups, folded";
 constexpr std::string_view kAttnGrid = "n_q * n_heads * n_splits workgroups, folded into x and y";
 constexpr std::string_view kOneGroup = "one workgroup";
+constexpr std::string_view kMoeGemvGrid = "ceil(n_rows / NUM_ROWS) * M * T workgroups, folded into x and y";
+constexpr std::string_view kMoeCombineGrid = "ceil(n_rows / NUM_ROWS) * M workgroups, folded into x and y";
 
 constexpr std::span<const Layout> kNoLayouts{};  // layouts do not apply (not a weight-reading kernel)
 
@@ -155,6 +167,10 @@ std::string_view op_name(Op op) {
     case Op::kGemm: return "gemm";
     case Op::kKvAppendRope: return "kv_append_rope";
     case Op::kSplit: return "split";
+    case Op::kMoeRoute: return "moe_route";
+    case Op::kMoeGemv: return "moe_gemv";
+    case Op::kMoeGemvCombine: return "moe_gemv_combine";
+    case Op::kGatedAdd: return "gated_add";
   }
   return "?";
 }

@@ -30,9 +30,14 @@ enum class Op : uint8_t {
   kGemm,        // prefill matmul Y[M, N] = X[M, K] W^T (gemm.comp)
   kKvAppendRope,  // KV cache append with K rotated on the way in (kv_append.comp ROPE)
   kSplit,         // row split of a fused projection's output (split.comp: qkv -> q, k, v)
+  kMoeRoute,      // MoE router: softmax, top-k, optional renormalisation (moe_route.comp)
+  kMoeGemv,       // MoE GEMV gathering the selected experts' outputs (moe_gemv.comp)
+  kMoeGemvCombine,  // MoE GEMV summing the selected experts' outputs with router weights (moe_gemv.comp COMBINE)
+  kGatedAdd,      // y += sigmoid(g) * s per row (gated_add.comp: Qwen2-MoE's shared expert)
 };
 // "dequant", "gemv", "rms_norm", "add", "gated_act", "rope", "add_rms_norm", "unary", "embed", "kv_append",
-// "attention", "attention_merge", "sample", "gemv_reduce", "gemm", "kv_append_rope", "split"
+// "attention", "attention_merge", "sample", "gemv_reduce", "gemm", "kv_append_rope", "split", "moe_route",
+// "moe_gemv", "moe_gemv_combine", "gated_add"
 std::string_view op_name(Op op);
 
 enum class Access : uint8_t { kRead, kWrite, kReadWrite };
