@@ -2,7 +2,8 @@
 // (binding_split.h), computes push constants and the grid, and records the dispatches into a Recorder.
 // Every error names the op, its label and the offending field with expected vs actual values.
 // Families: this header (gemv, norms, elementwise, rope, dequant, embedding), ops_attention.h (KV cache
-// append, attention), ops_sample.h (argmax, sampling); it includes the other two.
+// append, attention), ops_sample.h (argmax, sampling), ops_moe.h (mixture-of-experts router, expert GEMVs,
+// gated add); it includes the other three.
 #pragma once
 
 #include <cstdint>
@@ -227,4 +228,5 @@ Result<std::array<uint32_t, 3>> fold_groups(Recorder& rec, uint64_t groups, std:
 }  // namespace rdrr::runtime
 
 #include "runtime/ops_attention.h"  // IWYU pragma: export
+#include "runtime/ops_moe.h"        // IWYU pragma: export
 #include "runtime/ops_sample.h"     // IWYU pragma: export
