@@ -441,6 +441,15 @@ Result<ModelConfig> read_gguf_config(const GgufFile& g) {
                        "' is not supported (supported: llama (also Mistral, recorded as mistral when the model's name says so), "
                        "qwen2, qwen3, gemma2, gemma3, phi3)");
   }
+  // llama.cpp writes Mixtral as llama with {arch}.expert_count; its stacked *_exps tensors are not read yet.
+  if (const GgufValue* experts = g.find(*arch + ".expert_count"); experts != nullptr) {
+    const auto* u = std::get_if<uint64_t>(&experts->data);
+    const auto* i = std::get_if<int64_t>(&experts->data);
+    if ((u == nullptr && i == nullptr) || (u != nullptr && *u > 0) || (i != nullptr && *i != 0)) {
+      return unsupported("metadata key '" + *arch + ".expert_count': mixture-of-experts GGUF files are not supported "
+                         "yet (convert the Hugging Face checkpoint instead)");
+    }
+  }
   const Keys k(g, *arch);
   ModelConfig cfg;
   cfg.family = std::string(t->name);

@@ -1,5 +1,6 @@
 // read_hf_model_config(): a Hugging Face checkpoint's config.json -> ModelConfig (architecture, attention
 // layout, norms, MLP, output); RoPE in hf_rope.cpp, tokenizer side in tokenizer_files.cpp.
+#include <algorithm>
 #include <system_error>
 
 #include "convert/model_config_internal.h"
@@ -131,6 +132,69 @@ Status read_architecture(const JsonObject& obj, const FamilyTraits& t, ModelConf
   } else {
     a.head_dim = a.hidden_size / heads;
   }
+  return Status::Ok();
+}
+
+// An unsigned config field with the config class's default (warned when absent).
+Result<uint64_t> uint_or_default(const JsonObject& obj, std::string_view key, uint64_t def, ModelConfig& cfg) {
+  RDRR_ASSIGN_OR_RETURN(std::optional<uint64_t> v, obj.opt_uint(key));
+  if (v) return *v;
+  cfg.warnings.push_back(obj.field(key) + ": absent, using the transformers default " + std::to_string(def));
+  return def;
+}
+
+// architecture.moe from the family's MoE fields (MixtralConfig / Qwen2MoeConfig / Qwen3MoeConfig defaults).
+Status read_moe(const JsonObject& obj, const FamilyTraits& t, ModelConfig& cfg) {
+  if (t.moe == mcfg::MoeStyle::kNone) return Status::Ok();
+  Architecture& a = cfg.architecture;
+  MoeArchitecture m;
+  const bool mixtral = t.moe == mcfg::MoeStyle::kMixtral;
+  const bool qwen2 = t.shared_expert;
+  // Qwen configs name the count num_experts; transformers 5 writes num_local_experts for them too.
+  const char* count_key = (mixtral || (!obj.has("num_experts") && obj.has("num_local_experts"))) ? "num_local_experts"
+                                                                                            : "num_experts";
+  RDRR_ASSIGN_OR_RETURN(const uint64_t experts, uint_or_default(obj, count_key, mixtral ? 8 : qwen2 ? 60 : 128, cfg));
+  RDRR_ASSIGN_OR_RETURN(const uint64_t per_token,
+                        uint_or_default(obj, "num_experts_per_tok", mixtral ? 2 : qwen2 ? 4 : 8, cfg));
+  if (experts > UINT32_MAX || per_token > UINT32_MAX) return invalid(obj.where() + ": expert counts exceed 2^32");
+  m.num_experts = static_cast<uint32_t>(experts);
+  m.experts_per_token = static_cast<uint32_t>(per_token);
+  if (mixtral) {  // MixtralSparseMoeBlock: intermediate_size per expert, weights always renormalized
+    m.expert_intermediate_size = a.intermediate_size;
+    m.normalize_top_k = true;
+  } else {
+    RDRR_ASSIGN_OR_RETURN(m.expert_intermediate_size,
+                          uint_or_default(obj, "moe_intermediate_size", qwen2 ? 1408 : 768, cfg));
+    RDRR_ASSIGN_OR_RETURN(const std::optional<bool> norm, obj.opt_bool("norm_topk_prob"));
+    m.normalize_top_k = norm.value_or(false);
+    if (qwen2) {
+      RDRR_ASSIGN_OR_RETURN(m.shared_expert_intermediate_size,
+                            uint_or_default(obj, "shared_expert_intermediate_size", 5632, cfg));
+      m.shared_expert_gated = m.shared_expert_intermediate_size > 0;
+    }
+    // Qwen*MoeDecoderLayer: layer i is sparse iff i is not in mlp_only_layers and (i + 1) % decoder_sparse_step == 0.
+    RDRR_ASSIGN_OR_RETURN(const std::optional<uint64_t> step, obj.opt_uint("decoder_sparse_step"));
+    if (step && *step == 0) return invalid(obj.field("decoder_sparse_step") + ": must be > 0");
+    std::vector<uint64_t> only;
+    if (obj.has("mlp_only_layers")) {
+      RDRR_ASSIGN_OR_RETURN(only, obj.id_list("mlp_only_layers"));
+    }
+    for (uint32_t i = 0; i < a.num_layers; ++i) {
+      const bool listed = std::find(only.begin(), only.end(), uint64_t{i}) != only.end();
+      if (listed || (uint64_t{i} + 1) % step.value_or(1) != 0) m.dense_layers.push_back(i);
+    }
+    for (uint64_t l : only) {
+      if (l >= a.num_layers) {
+        return invalid(obj.field("mlp_only_layers") + ": layer " + std::to_string(l) + " >= num_hidden_layers " +
+                       std::to_string(a.num_layers));
+      }
+    }
+  }
+  if (m.experts_per_token > m.num_experts) {
+    return invalid(obj.field("num_experts_per_tok") + ": " + std::to_string(m.experts_per_token) +
+                   " exceeds the expert count " + std::to_string(m.num_experts));
+  }
+  a.moe = std::move(m);
   return Status::Ok();
 }
 
@@ -353,6 +417,7 @@ Result<ModelConfig> read_config(const fs::path& folder) {
   const JsonObject& obj = sel.text_config ? *sel.text_config : root;
   cfg.family = std::string(t.name);
   RDRR_RETURN_IF_ERROR(read_architecture(obj, t, cfg));
+  RDRR_RETURN_IF_ERROR(read_moe(obj, t, cfg));
   RDRR_RETURN_IF_ERROR(read_layers(obj, t, cfg));
   RDRR_RETURN_IF_ERROR(read_attention_extras(obj, t, cfg));
   RDRR_RETURN_IF_ERROR(mcfg::read_hf_rope(obj, t, cfg));

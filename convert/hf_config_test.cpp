@@ -211,6 +211,82 @@ TEST(HfConfig, YarnResolved) {
   EXPECT_ERROR(read(j), StatusCode::kUnsupported, "truncate");
 }
 
+// Mixture of experts: each family's fields, transformers' defaults and the dense-layer rule, and the refusals.
+TEST(HfConfig, MixtureOfExperts) {
+  json j = llama();
+  j["architectures"] = {"MixtralForCausalLM"};
+  j["model_type"] = "mixtral";
+  j["num_local_experts"] = 4;
+  j["num_experts_per_tok"] = 2;
+  Result<ModelConfig> c = read(j);
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_EQ(c->architecture.family, ArchFamily::kMixtral);
+  const MoeArchitecture& m = c->architecture.moe;
+  EXPECT_EQ(m.num_experts, 4u);
+  EXPECT_EQ(m.experts_per_token, 2u);
+  EXPECT_EQ(m.expert_intermediate_size, 512u);  // Mixtral: intermediate_size is the expert's
+  EXPECT_TRUE(m.normalize_top_k);
+  EXPECT_EQ(m.shared_expert_intermediate_size, 0u);
+  EXPECT_TRUE(m.dense_layers.empty());
+  EXPECT_TRUE(is_moe_layer(c->architecture, 0));
+  j.erase("num_experts_per_tok");  // MixtralConfig's default, warned
+  c = read(j);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->architecture.moe.experts_per_token, 2u);
+  EXPECT_TRUE(has_warning(*c, "num_experts_per_tok"));
+  j["num_experts_per_tok"] = 5;
+  EXPECT_ERROR(read(j), StatusCode::kValidation, "num_experts_per_tok");
+
+  j = llama();
+  j["architectures"] = {"Qwen3MoeForCausalLM"};
+  j["model_type"] = "qwen3_moe";
+  j["num_hidden_layers"] = 4;
+  j["num_experts"] = 8;
+  j["num_experts_per_tok"] = 2;
+  j["moe_intermediate_size"] = 128;
+  j["norm_topk_prob"] = true;
+  j["decoder_sparse_step"] = 2;  // layers 1 and 3 sparse
+  j["mlp_only_layers"] = {3};    // ... but 3 dense
+  c = read(j);
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_EQ(c->architecture.family, ArchFamily::kQwen3Moe);
+  EXPECT_TRUE(c->inference.attention.query_key_norm);
+  EXPECT_EQ(c->architecture.moe.expert_intermediate_size, 128u);
+  EXPECT_TRUE(c->architecture.moe.normalize_top_k);
+  EXPECT_EQ(c->architecture.moe.dense_layers, (std::vector<uint32_t>{0, 2, 3}));
+  EXPECT_TRUE(is_moe_layer(c->architecture, 1));
+  EXPECT_FALSE(is_moe_layer(c->architecture, 2));
+  j.erase("num_experts");
+  j["num_local_experts"] = 6;  // what transformers 5 writes for Qwen3-MoE
+  c = read(j);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->architecture.moe.num_experts, 6u);
+  j["mlp_only_layers"] = {0, 1, 2, 3};
+  EXPECT_ERROR(read(j), StatusCode::kValidation, "every layer is dense");
+  j["mlp_only_layers"] = {7};
+  EXPECT_ERROR(read(j), StatusCode::kValidation, "mlp_only_layers");
+  j["mlp_only_layers"] = json::array();
+  j["decoder_sparse_step"] = 0;
+  EXPECT_ERROR(read(j), StatusCode::kValidation, "decoder_sparse_step");
+
+  j = llama();
+  j["architectures"] = {"Qwen2MoeForCausalLM"};
+  j["model_type"] = "qwen2_moe";
+  j["num_experts"] = 4;
+  j["num_experts_per_tok"] = 2;
+  j["moe_intermediate_size"] = 32;
+  j["shared_expert_intermediate_size"] = 64;
+  c = read(j);
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_EQ(c->architecture.family, ArchFamily::kQwen2Moe);
+  EXPECT_TRUE(c->inference.attention.attention_bias);
+  EXPECT_FALSE(c->architecture.moe.normalize_top_k);  // norm_topk_prob absent: Qwen2MoeConfig's false
+  EXPECT_EQ(c->architecture.moe.shared_expert_intermediate_size, 64u);
+  EXPECT_TRUE(c->architecture.moe.shared_expert_gated);
+  j["num_experts"] = 300;
+  EXPECT_ERROR(read(j), StatusCode::kValidation, "numExperts");
+}
+
 TEST(HfConfig, LayerTypesLengthAndValues) {
   json j = gemma3();
   j["layer_types"] = {"sliding_attention", "full_attention"};

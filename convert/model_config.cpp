@@ -19,16 +19,22 @@ namespace {
 using nlohmann::json;
 
 // Columns: family, name, HF architecture, model_type, GGUF arch; query_key_norm, gemma, qkv_bias, qwen_sliding,
-// sliding_all_layers, tied_default, adds_bos_default; default rms_norm_eps, default rope_theta.
+// sliding_all_layers, tied_default, adds_bos_default; default rms_norm_eps, default rope_theta; MoE style, shared
+// expert.
 // clang-format off
-constexpr std::array<FamilyTraits, 7> kFamilies = {{
-    {ArchFamily::kLlama,   "llama",   "LlamaForCausalLM",   "llama",       "llama",  false, false, false, false, false, false, true,  1e-6, 10000.0},
-    {ArchFamily::kMistral, "mistral", "MistralForCausalLM", "mistral",     "",       false, false, false, false, true,  false, true,  1e-6, 10000.0},
-    {ArchFamily::kQwen2,   "qwen2",   "Qwen2ForCausalLM",   "qwen2",       "qwen2",  false, false, true,  true,  false, false, false, 1e-6, 10000.0},
-    {ArchFamily::kQwen3,   "qwen3",   "Qwen3ForCausalLM",   "qwen3",       "qwen3",  true,  false, false, true,  false, false, false, 1e-6, 10000.0},
-    {ArchFamily::kGemma3,  "gemma3",  "Gemma3ForCausalLM",  "gemma3_text", "gemma3", true,  true,  false, false, false, true,  true,  1e-6, 1000000.0},
-    {ArchFamily::kPhi3,    "phi3",    "Phi3ForCausalLM",    "phi3",        "phi3",   false, false, false, false, true,  false, true,  1e-5, 10000.0},
-    {ArchFamily::kGemma2,  "gemma2",  "Gemma2ForCausalLM",  "gemma2",      "gemma2", false, true,  false, false, false, true,  true,  1e-6, 10000.0},
+constexpr MoeStyle kNoMoe = MoeStyle::kNone;
+constexpr std::array<FamilyTraits, 10> kFamilies = {{
+    {ArchFamily::kLlama,   "llama",   "LlamaForCausalLM",   "llama",       "llama",  false, false, false, false, false, false, true,  1e-6, 10000.0, kNoMoe,              false},
+    {ArchFamily::kMistral, "mistral", "MistralForCausalLM", "mistral",     "",       false, false, false, false, true,  false, true,  1e-6, 10000.0, kNoMoe,              false},
+    {ArchFamily::kQwen2,   "qwen2",   "Qwen2ForCausalLM",   "qwen2",       "qwen2",  false, false, true,  true,  false, false, false, 1e-6, 10000.0, kNoMoe,              false},
+    {ArchFamily::kQwen3,   "qwen3",   "Qwen3ForCausalLM",   "qwen3",       "qwen3",  true,  false, false, true,  false, false, false, 1e-6, 10000.0, kNoMoe,              false},
+    {ArchFamily::kGemma3,  "gemma3",  "Gemma3ForCausalLM",  "gemma3_text", "gemma3", true,  true,  false, false, false, true,  true,  1e-6, 1000000.0, kNoMoe,              false},
+    {ArchFamily::kPhi3,    "phi3",    "Phi3ForCausalLM",    "phi3",        "phi3",   false, false, false, false, true,  false, true,  1e-5, 10000.0, kNoMoe,              false},
+    {ArchFamily::kGemma2,  "gemma2",  "Gemma2ForCausalLM",  "gemma2",      "gemma2", false, true,  false, false, false, true,  true,  1e-6, 10000.0, kNoMoe,              false},
+    // Mixture-of-experts families: the dense family's traits plus the MoE style (GGUF input: not yet).
+    {ArchFamily::kMixtral,  "mixtral",   "MixtralForCausalLM",  "mixtral",   "", false, false, false, false, true,  false, true,  1e-5, 1000000.0, MoeStyle::kMixtral, false},
+    {ArchFamily::kQwen2Moe, "qwen2_moe", "Qwen2MoeForCausalLM", "qwen2_moe", "", false, false, true,  true,  false, false, false, 1e-6, 10000.0,   MoeStyle::kQwen,    true},
+    {ArchFamily::kQwen3Moe, "qwen3_moe", "Qwen3MoeForCausalLM", "qwen3_moe", "", true,  false, false, true,  false, false, false, 1e-6, 10000.0,   MoeStyle::kQwen,    false},
 }};
 // clang-format on
 

@@ -12,7 +12,12 @@
 //               Qwen2ForCausalLM/qwen2, Qwen3ForCausalLM/qwen3, Gemma2ForCausalLM/gemma2 (Gemma norms and
 //               embeddings, no q/k norm, one RoPE; layer_types, else even layers slide; soft-caps default to
 //               Gemma2Config's 50 / 30 when absent), Gemma3ForCausalLM/gemma3_text (and the text
-//               part of Gemma3ForConditionalGeneration/gemma3), Phi3ForCausalLM/phi3.
+//               part of Gemma3ForConditionalGeneration/gemma3), Phi3ForCausalLM/phi3; mixtures of experts
+//               (architecture.moe): MixtralForCausalLM/mixtral (num_local_experts, num_experts_per_tok,
+//               intermediate_size per expert, always renormalized), Qwen3MoeForCausalLM/qwen3_moe and
+//               Qwen2MoeForCausalLM/qwen2_moe (num_experts, or num_local_experts as transformers 5 writes it;
+//               moe_intermediate_size, norm_topk_prob, decoder_sparse_step and mlp_only_layers -> denseLayers;
+//               Qwen2-MoE's gated shared expert), each with its config class's defaults (warned).
 //   required    hidden_size, intermediate_size, num_hidden_layers; num_attention_heads, vocab_size,
 //               max_position_embeddings too, except in Gemma 3, whose text configs rely on Gemma3TextConfig's
 //               defaults (8 heads, 4 kv heads, head_dim 256, 262208 tokens, 131072 positions,

@@ -17,6 +17,14 @@
 
 namespace rdrr::convert::mcfg {
 
+// How a family's config.json describes its mixture of experts (transformers' config classes).
+enum class MoeStyle : uint8_t {
+  kNone,
+  kMixtral,  // num_local_experts, num_experts_per_tok, intermediate_size per expert; always renormalized
+  kQwen,     // num_experts, num_experts_per_tok, moe_intermediate_size, norm_topk_prob, decoder_sparse_step,
+             // mlp_only_layers (+ shared_expert_intermediate_size, gated, for Qwen2-MoE)
+};
+
 // What differs between the supported families (HF defaults are those of the transformers config classes).
 struct FamilyTraits {
   ArchFamily family;
@@ -33,6 +41,8 @@ struct FamilyTraits {
   bool adds_bos_default;             // tokenizer adds BOS when nothing says otherwise
   double default_rms_eps;
   double default_rope_theta;
+  MoeStyle moe = MoeStyle::kNone;
+  bool shared_expert = false;        // Qwen2-MoE: a gated shared expert in every MoE layer
 };
 
 const FamilyTraits* family_by_hf_architecture(std::string_view arch);

@@ -2,6 +2,8 @@
 // against the model config. Row reading lives in source_read.cpp.
 #include "convert/source.h"
 
+#include <array>
+#include <charconv>
 #include <algorithm>
 #include <map>
 #include <set>
@@ -104,6 +106,102 @@ SourceTensor single(std::string name, std::vector<int64_t> shape, StoredMatrix m
   return t;
 }
 
+// One expert's matrix in an HF checkpoint: Mixtral "model.layers.N.block_sparse_moe.experts.E.w1|w3|w2.weight"
+// (gate, up, down), Qwen-MoE "model.layers.N.mlp.experts.E.gate_proj|up_proj|down_proj.weight".
+struct ExpertPart {
+  uint32_t layer = 0;
+  uint32_t expert = 0;
+  int which = 0;  // 0 gate, 1 up, 2 down
+};
+std::optional<ExpertPart> parse_expert_name(std::string_view name) {
+  const std::optional<LayerTensorName> l = split_layer_name(name);
+  if (!l) return std::nullopt;
+  std::string_view rest = l->rest;
+  bool mixtral = false;
+  if (rest.starts_with("block_sparse_moe.experts.")) {
+    mixtral = true;
+    rest.remove_prefix(std::string_view("block_sparse_moe.experts.").size());
+  } else if (rest.starts_with("mlp.experts.")) {
+    rest.remove_prefix(std::string_view("mlp.experts.").size());
+  } else {
+    return std::nullopt;
+  }
+  uint32_t e = 0;
+  const auto [ptr, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), e);
+  if (ec != std::errc() || ptr == rest.data() || ptr == rest.data() + rest.size() || *ptr != '.') return std::nullopt;
+  const std::string_view leaf = rest.substr(static_cast<size_t>(ptr - rest.data()) + 1);
+  constexpr std::array<std::string_view, 3> kMixtral = {"w1.weight", "w3.weight", "w2.weight"};
+  constexpr std::array<std::string_view, 3> kQwen = {"gate_proj.weight", "up_proj.weight", "down_proj.weight"};
+  for (int w = 0; w < 3; ++w) {
+    if (leaf == (mixtral ? kMixtral : kQwen)[static_cast<size_t>(w)]) return ExpertPart{l->layer, e, w};
+  }
+  return std::nullopt;
+}
+
+// Mixtral's router "block_sparse_moe.gate" under the pack's name "mlp.gate".
+std::optional<std::string> mixtral_router_name(std::string_view name) {
+  const std::optional<LayerTensorName> l = split_layer_name(name);
+  if (!l || l->rest != "block_sparse_moe.gate.weight") return std::nullopt;
+  return model_tensor_name(ModelTensor::kRouter, l->layer);
+}
+
+// The per-expert matrices of each MoE layer stacked into the pack's two tensors (rdrr/model_tensors.h):
+// gate_up [E * 2 Fe, D] (expert e: its gate rows at 2 Fe e, its up rows at 2 Fe e + Fe), down [E * D, Fe].
+Result<std::vector<SourceTensor>> stack_experts(std::map<std::pair<uint32_t, uint32_t>, std::array<std::optional<StoredMatrix>, 3>>& parts,
+                                                const Architecture& a) {
+  std::vector<SourceTensor> out;
+  if (parts.empty()) return out;
+  if (!a.moe.present()) {
+    return error(StatusCode::kUnsupported, "tensor " + parts.begin()->second[0].value_or(StoredMatrix{}).name +
+                                               ": expert weights in a model whose config has no experts");
+  }
+  const int64_t f = static_cast<int64_t>(a.moe.expert_intermediate_size), d = static_cast<int64_t>(a.hidden_size);
+  const int64_t n = a.moe.num_experts;
+  for (uint32_t layer = 0; layer < a.num_layers; ++layer) {
+    const bool moe = is_moe_layer(a, layer);
+    SourceTensor gate_up{model_tensor_name(ModelTensor::kExpertsGateUp, layer), {n * 2 * f, d}, {}};
+    SourceTensor down{model_tensor_name(ModelTensor::kExpertsDown, layer), {n * d, f}, {}};
+    for (uint32_t e = 0; e < n; ++e) {
+      const auto it = parts.find({layer, e});
+      if (!moe) {
+        if (it != parts.end()) {
+          return error(StatusCode::kValidation, "layer " + std::to_string(layer) + ": expert weights in a dense layer "
+                                                "(architecture.moe.denseLayers lists it)");
+        }
+        continue;
+      }
+      constexpr std::array<const char*, 3> kWhich = {"gate", "up", "down"};
+      for (size_t w = 0; w < 3; ++w) {
+        if (it == parts.end() || !it->second[w]) {
+          return error(StatusCode::kNotFound, "layer " + std::to_string(layer) + " expert " + std::to_string(e) + ": " +
+                                                  kWhich[w] + " weight missing from the input");
+        }
+        const StoredMatrix& m = *it->second[w];
+        const int64_t rows = w == 2 ? d : f, cols = w == 2 ? f : d;
+        if (m.rows != rows || m.cols != cols) {
+          return error(StatusCode::kValidation, "tensor " + m.name + ": shape [" + std::to_string(m.rows) + ", " +
+                                                    std::to_string(m.cols) + "], expected [" + std::to_string(rows) +
+                                                    ", " + std::to_string(cols) + "] from the model config");
+        }
+      }
+      gate_up.parts.push_back({*it->second[0], 2 * f * e});
+      gate_up.parts.push_back({*it->second[1], 2 * f * e + f});
+      down.parts.push_back({*it->second[2], d * e});
+      parts.erase(it);
+    }
+    if (moe) {
+      out.push_back(std::move(gate_up));
+      out.push_back(std::move(down));
+    }
+  }
+  if (!parts.empty()) {
+    const auto& [key, mats] = *parts.begin();
+    return error(StatusCode::kValidation, "layer " + std::to_string(key.first) + " expert " + std::to_string(key.second) +
+                                              ": beyond numExperts " + std::to_string(n) + " or numLayers");
+  }
+  return out;
+}
+
 // Tensors every layer (and the model) must have, given the config.
 std::vector<std::string> required_names(const ModelConfig& c, const std::set<std::string>& present) {
   using M = ModelTensor;
@@ -124,6 +222,15 @@ std::vector<std::string> required_names(const ModelConfig& c, const std::set<std
     }
     if (c.inference.attention.query_key_norm) want.insert(want.end(), {M::kQNorm, M::kKNorm});
     want.push_back(M::kOProj);
+    if (is_moe_layer(c.architecture, l)) {
+      want.insert(want.end(), {M::kRouter, M::kExpertsGateUp, M::kExpertsDown});
+      if (c.architecture.moe.shared_expert_intermediate_size > 0) {
+        want.insert(want.end(), {M::kSharedGateProj, M::kSharedUpProj, M::kSharedDownProj});
+      }
+      if (c.architecture.moe.shared_expert_gated) want.push_back(M::kSharedExpertGate);
+      for (M t : want) req.push_back(model_tensor_name(t, l));
+      continue;
+    }
     if (present.count(model_tensor_name(M::kGateUpProj, l)) == 0) {
       if (c.inference.ffn.gated) want.push_back(M::kGateProj);
       want.push_back(M::kUpProj);
@@ -219,7 +326,18 @@ Status SourceModel::load_safetensors(const fs::path& folder, const SourceOptions
     if (seen.insert(p.filename().string()).second) files_.push_back({p, p.filename().string()});
   }
   std::map<std::string, size_t> skipped;  // first name component (vision_tower, multi_modal_projector) -> count
+  std::map<std::pair<uint32_t, uint32_t>, std::array<std::optional<StoredMatrix>, 3>> experts;  // (layer, expert)
   for (const TensorView& v : safetensors_->tensors()) {
+    if (const std::optional<ExpertPart> e = parse_expert_name(v.name)) {
+      RDRR_ASSIGN_OR_RETURN(StoredMatrix sm, stored_matrix(v.name, block_type_of(v.dtype), v.shape, v.bytes));
+      experts[{e->layer, e->expert}][static_cast<size_t>(e->which)] = std::move(sm);
+      continue;
+    }
+    if (std::optional<std::string> router = mixtral_router_name(v.name)) {
+      RDRR_ASSIGN_OR_RETURN(StoredMatrix sm, stored_matrix(v.name, block_type_of(v.dtype), v.shape, v.bytes));
+      tensors_.push_back(single(std::move(*router), v.shape, std::move(sm)));
+      continue;
+    }
     const std::optional<std::string> name = normalize_hf_name(v.name);
     if (!name) {
       std::string_view stem(v.name);
@@ -247,6 +365,8 @@ Status SourceModel::load_safetensors(const fs::path& folder, const SourceOptions
     }
     warnings_.push_back("skipped " + std::to_string(total) + " tensors outside the text model (" + parts + ")");
   }
+  RDRR_ASSIGN_OR_RETURN(std::vector<SourceTensor> stacked, stack_experts(experts, config_.architecture));
+  for (SourceTensor& t : stacked) tensors_.push_back(std::move(t));
   if (config_.family == "gemma3" || config_.family == "gemma2") {  // the multiplier: the embedding's dtype
     for (const SourceTensor& t : tensors_) {
       if (!is_tensor(t.name, ModelTensor::kEmbedTokens)) continue;

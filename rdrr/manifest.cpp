@@ -28,13 +28,16 @@ std::optional<E> enum_parse(const NameTable<E, N>& table, std::string_view s) {
   return std::nullopt;
 }
 
-constexpr NameTable<ArchFamily, 7> kArchFamilies{{{ArchFamily::kLlama, "llama"},
+constexpr NameTable<ArchFamily, 10> kArchFamilies{{{ArchFamily::kLlama, "llama"},
                                                   {ArchFamily::kMistral, "mistral"},
                                                   {ArchFamily::kQwen2, "qwen2"},
                                                   {ArchFamily::kQwen3, "qwen3"},
                                                   {ArchFamily::kGemma3, "gemma3"},
                                                   {ArchFamily::kPhi3, "phi3"},
-                                                  {ArchFamily::kGemma2, "gemma2"}}};
+                                                  {ArchFamily::kGemma2, "gemma2"},
+                                                  {ArchFamily::kMixtral, "mixtral"},
+                                                  {ArchFamily::kQwen2Moe, "qwen2_moe"},
+                                                  {ArchFamily::kQwen3Moe, "qwen3_moe"}}};
 constexpr NameTable<SourceFormat, 2> kSourceFormats{
     {{SourceFormat::kSafetensors, "safetensors"}, {SourceFormat::kGguf, "gguf"}}};
 constexpr NameTable<LayerType, 2> kLayerTypes{
@@ -89,6 +92,10 @@ std::optional<KvDtype> kv_dtype_of(quant::DType storage) {
   if (storage == quant::DType::kF16) return KvDtype::kF16;
   if (storage == quant::DType::kF32) return KvDtype::kF32;
   return std::nullopt;
+}
+
+bool is_moe_layer(const Architecture& a, uint32_t layer) {
+  return a.moe.present() && !std::binary_search(a.moe.dense_layers.begin(), a.moe.dense_layers.end(), layer);
 }
 
 bool rope_needs_freq_table(const RopeConfig& rope) {

@@ -45,7 +45,7 @@ inline constexpr size_t kMaxListEntries = 4096;  // source files, goldens, kerne
 inline constexpr uint32_t kMaxLayers = 4096;
 
 // ---- enumerations (JSON spelling in comments; *_name / parse_* below) ----
-enum class ArchFamily : uint8_t { kLlama, kMistral, kQwen2, kQwen3, kGemma3, kPhi3, kGemma2 };  // "llama", ...
+enum class ArchFamily : uint8_t { kLlama, kMistral, kQwen2, kQwen3, kGemma3, kPhi3, kGemma2, kMixtral, kQwen2Moe, kQwen3Moe };  // "llama", ...
 enum class SourceFormat : uint8_t { kSafetensors, kGguf };                             // "safetensors", "gguf"
 enum class LayerType : uint8_t { kFullAttention, kSlidingAttention };     // "full_attention", "sliding_attention"
 enum class NormType : uint8_t { kRmsNorm };                               // "rmsnorm"
@@ -126,6 +126,25 @@ struct Provenance {  // json: metadata
 };
 
 // ---- architecture (json: architecture) ----
+// Mixture of experts (json: architecture.moe; absent, numExperts 0 here: every layer has the dense gated MLP). An MoE layer's
+// router is a linear map [numExperts, hiddenSize]; per token p = softmax(router logits), the expertsPerToken
+// largest p are chosen (ties: the lower expert index), their weights are those p, divided by their sum when
+// normalizeTopK; the layer's output is the weighted sum of the chosen experts' gated MLPs (intermediate size
+// expertIntermediateSize), plus, with a shared expert, that MLP (sharedExpertIntermediateSize) on every
+// token, scaled by sigmoid(x . g) where sharedExpertGated. Layers in denseLayers keep the dense MLP
+// (intermediateSize) instead.
+struct MoeArchitecture {
+  uint32_t num_experts = 0;                      // json: numExperts (0: no mixture of experts, no json object)
+  uint32_t experts_per_token = 0;                // json: expertsPerToken
+  uint64_t expert_intermediate_size = 0;         // json: expertIntermediateSize
+  bool normalize_top_k = false;                  // json: normalizeTopK
+  uint64_t shared_expert_intermediate_size = 0;  // json: sharedExpertIntermediateSize (0: no shared expert)
+  bool shared_expert_gated = false;              // json: sharedExpertGated
+  std::vector<uint32_t> dense_layers;            // json: denseLayers (ascending)
+  bool present() const { return num_experts != 0; }
+  bool operator==(const MoeArchitecture&) const = default;
+};
+
 struct Architecture {
   ArchFamily family = ArchFamily::kLlama;  // json: family
   uint32_t num_layers = 0;                 // json: numLayers
@@ -136,8 +155,11 @@ struct Architecture {
   uint64_t head_dim = 0;                   // json: headDim
   uint64_t vocab_size = 0;                 // json: vocabSize (rows of the embedding)
   uint64_t max_seq_len = 0;                // json: maxSeqLen
+  MoeArchitecture moe;                     // json: moe (only when moe.present())
   bool operator==(const Architecture&) const = default;
 };
+// Whether layer `layer`'s MLP is the mixture of experts (false for dense models and denseLayers).
+bool is_moe_layer(const Architecture& a, uint32_t layer);
 
 // ---- inference parameters (json: inference.*) ----
 struct AttentionConfig {                         // json: inference.attention

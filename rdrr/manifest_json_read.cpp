@@ -54,6 +54,27 @@ Status read_architecture(Object& root, Architecture& a) {
   RDRR_RETURN_IF_ERROR(o.req_uint("headDim", a.head_dim));
   RDRR_RETURN_IF_ERROR(o.req_uint("vocabSize", a.vocab_size));
   RDRR_RETURN_IF_ERROR(o.req_uint("maxSeqLen", a.max_seq_len));
+  a.moe = {};
+  if (o.get("moe") != nullptr) {
+    RDRR_ASSIGN_OR_RETURN(Object m, open_child(o, "moe"));
+    MoeArchitecture& moe = a.moe;
+    RDRR_RETURN_IF_ERROR(m.req_uint("numExperts", moe.num_experts));
+    RDRR_RETURN_IF_ERROR(m.req_uint("expertsPerToken", moe.experts_per_token));
+    RDRR_RETURN_IF_ERROR(m.req_uint("expertIntermediateSize", moe.expert_intermediate_size));
+    RDRR_RETURN_IF_ERROR(m.req_bool("normalizeTopK", moe.normalize_top_k));
+    RDRR_RETURN_IF_ERROR(m.req_uint("sharedExpertIntermediateSize", moe.shared_expert_intermediate_size));
+    RDRR_RETURN_IF_ERROR(m.req_bool("sharedExpertGated", moe.shared_expert_gated));
+    RDRR_ASSIGN_OR_RETURN(const json* dense, m.need("denseLayers"));
+    const std::string path = m.child("denseLayers");
+    RDRR_RETURN_IF_ERROR(expect_array(*dense, path, kMaxLayers));
+    for (size_t i = 0; i < dense->size(); ++i) {
+      uint64_t layer = 0;
+      RDRR_RETURN_IF_ERROR(json_fields::to_uint((*dense)[i], json_pointer_child(path, std::to_string(i)), kMaxLayers, layer));
+      moe.dense_layers.push_back(static_cast<uint32_t>(layer));
+    }
+    RDRR_RETURN_IF_ERROR(m.finish());
+    if (!moe.present()) return json_fields::schema_error(m.child("numExperts"), "must be > 0 (omit \"moe\" for a dense model)");
+  }
   return o.finish();
 }
 

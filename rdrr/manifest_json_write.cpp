@@ -28,7 +28,7 @@ json file_records_json(const std::vector<FileRecord>& files) {
 }
 
 json architecture_json(const Architecture& a) {
-  return json{{"family", str(arch_family_name(a.family))},
+  json j{{"family", str(arch_family_name(a.family))},
               {"numLayers", a.num_layers},
               {"hiddenSize", a.hidden_size},
               {"intermediateSize", a.intermediate_size},
@@ -37,6 +37,16 @@ json architecture_json(const Architecture& a) {
               {"headDim", a.head_dim},
               {"vocabSize", a.vocab_size},
               {"maxSeqLen", a.max_seq_len}};
+  if (a.moe.present()) {
+    j["moe"] = json{{"numExperts", a.moe.num_experts},
+                    {"expertsPerToken", a.moe.experts_per_token},
+                    {"expertIntermediateSize", a.moe.expert_intermediate_size},
+                    {"normalizeTopK", a.moe.normalize_top_k},
+                    {"sharedExpertIntermediateSize", a.moe.shared_expert_intermediate_size},
+                    {"sharedExpertGated", a.moe.shared_expert_gated},
+                    {"denseLayers", a.moe.dense_layers}};
+  }
+  return j;
 }
 
 json attention_json(const AttentionConfig& a) {

@@ -100,6 +100,35 @@ TEST(ManifestJson, OptionalFieldsRoundTrip) {
   EXPECT_TRUE(*parsed == m);
 }
 
+TEST(ManifestJson, MoeRoundTripsAndIsAbsentForDenseModels) {
+  Manifest m = Tiny();
+  EXPECT_EQ(serialize_manifest(m).find("\"moe\""), std::string::npos);
+  m.architecture.moe = MoeArchitecture{.num_experts = 8, .experts_per_token = 2, .expert_intermediate_size = 64,
+                                       .normalize_top_k = true, .shared_expert_intermediate_size = 128,
+                                       .shared_expert_gated = true, .dense_layers = {0, 2}};
+  ASSERT_TRUE(validate_manifest(m).ok()) << validate_manifest(m).to_string();
+  const std::string text = serialize_manifest(m);
+  Result<Manifest> parsed = parse_manifest(text, "moe.json");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().to_string();
+  EXPECT_TRUE(*parsed == m);
+  EXPECT_FALSE(is_moe_layer(parsed->architecture, 0));
+  EXPECT_TRUE(is_moe_layer(parsed->architecture, 1));
+  const nlohmann::json j = nlohmann::json::parse(text);
+  EXPECT_EQ(j.at("architecture").at("moe").at("denseLayers"), nlohmann::json::parse("[0, 2]"));
+  // A "moe" object with numExperts 0, a missing or an unknown field: kSchema naming it.
+  const auto expect_schema = [&](const std::function<void(nlohmann::json&)>& edit, const std::string& fragment) {
+    nlohmann::json bad = j;
+    edit(bad.at("architecture").at("moe"));
+    const Result<Manifest> r = parse_manifest(bad.dump(), "moe.json");
+    EXPECT_EQ(r.status().code(), StatusCode::kSchema) << r.status().to_string();
+    EXPECT_NE(r.status().message().find(fragment), std::string::npos) << r.status().message();
+  };
+  expect_schema([](nlohmann::json& o) { o["numExperts"] = 0; }, "numExperts");
+  expect_schema([](nlohmann::json& o) { o.erase("normalizeTopK"); }, "normalizeTopK");
+  expect_schema([](nlohmann::json& o) { o["router"] = "sigmoid"; }, "router");
+  expect_schema([](nlohmann::json& o) { o["denseLayers"] = {1, -1}; }, "denseLayers");
+}
+
 TEST(ManifestJson, KernelRepinsRoundTripInOrderAndAreAbsentWhenEmpty) {
   Manifest m = Tiny();
   EXPECT_EQ(serialize_manifest(m).find("kernelRepins"), std::string::npos);

@@ -48,7 +48,7 @@ void add_layer(Manifest& m, uint32_t layer, bool last) {
 }
 
 void set_architecture(Manifest& m) {
-  m.architecture = Architecture{ArchFamily::kGemma3, 3, 256, 256, 4, 1, 64, 1024, 512};
+  m.architecture = Architecture{ArchFamily::kGemma3, 3, 256, 256, 4, 1, 64, 1024, 512, {}};
   AttentionConfig& a = m.inference.attention;
   a.causal = true;
   a.query_key_norm = true;

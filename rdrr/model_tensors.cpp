@@ -38,6 +38,14 @@ constexpr std::array<ModelTensorInfo, kModelTensorCount> kTable = {{
     {M::kKBias, "self_attn.k_proj", kB, S::kLayer, R::kBias, 1, {D::kKv, D::kKv}},
     {M::kVBias, "self_attn.v_proj", kB, S::kLayer, R::kBias, 1, {D::kKv, D::kKv}},
     {M::kQkvBias, "self_attn.qkv_proj", kB, S::kLayer, R::kBias, 1, {D::kQkv, D::kQkv}},
+    {M::kRouter, "mlp.gate", kW, S::kLayer, R::kMatmul, 2, {D::kExperts, D::kHidden}},
+    {M::kExpertsGateUp, "mlp.experts.gate_up_proj", kW, S::kLayer, R::kMatmul, 2, {D::kExpertsGateUp, D::kHidden}},
+    {M::kExpertsDown, "mlp.experts.down_proj", kW, S::kLayer, R::kMatmul, 2, {D::kExpertsHidden, D::kExpertFf}},
+    {M::kSharedGateProj, "mlp.shared_expert.gate_proj", kW, S::kLayer, R::kMatmul, 2, {D::kSharedFf, D::kHidden}},
+    {M::kSharedUpProj, "mlp.shared_expert.up_proj", kW, S::kLayer, R::kMatmul, 2, {D::kSharedFf, D::kHidden}},
+    {M::kSharedGateUpProj, "mlp.shared_expert.gate_up_proj", kW, S::kLayer, R::kMatmul, 2, {D::kSharedGateUp, D::kHidden}},
+    {M::kSharedDownProj, "mlp.shared_expert.down_proj", kW, S::kLayer, R::kMatmul, 2, {D::kHidden, D::kSharedFf}},
+    {M::kSharedExpertGate, "mlp.shared_expert_gate", kW, S::kLayer, R::kMatmul, 2, {D::kOne, D::kHidden}},
 }};
 
 constexpr bool table_in_order() {
@@ -73,6 +81,13 @@ int64_t dim_value(ShapeDim d, const ModelDims& m) {
     case D::kQ: return m.heads * m.head_dim;
     case D::kKv: return m.kv_heads * m.head_dim;
     case D::kQkv: return (m.heads + 2 * m.kv_heads) * m.head_dim;
+    case D::kExperts: return m.experts;
+    case D::kExpertsGateUp: return m.experts * 2 * m.expert_ff;
+    case D::kExpertsHidden: return m.experts * m.hidden;
+    case D::kExpertFf: return m.expert_ff;
+    case D::kSharedFf: return m.shared_ff;
+    case D::kSharedGateUp: return 2 * m.shared_ff;
+    case D::kOne: return 1;
   }
   return 0;
 }
@@ -85,7 +100,10 @@ ModelDims model_dims(const Architecture& a) {
                    .vocab = static_cast<int64_t>(a.vocab_size),
                    .heads = static_cast<int64_t>(a.num_attention_heads),
                    .kv_heads = static_cast<int64_t>(a.num_key_value_heads),
-                   .head_dim = static_cast<int64_t>(a.head_dim)};
+                   .head_dim = static_cast<int64_t>(a.head_dim),
+                   .experts = static_cast<int64_t>(a.moe.num_experts),
+                   .expert_ff = static_cast<int64_t>(a.moe.expert_intermediate_size),
+                   .shared_ff = static_cast<int64_t>(a.moe.shared_expert_intermediate_size)};
 }
 
 std::span<const ModelTensorInfo> model_tensor_table() { return kTable; }

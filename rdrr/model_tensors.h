@@ -37,8 +37,13 @@ enum class ModelTensor : uint8_t {
   kQProj, kKProj, kVProj, kQkvProj, kOProj, kGateProj, kUpProj, kGateUpProj, kDownProj,
   // layer scope: attention biases (Qwen2)
   kQBias, kKBias, kVBias, kQkvBias,
+  // layer scope: mixture of experts (architecture.moe). The experts of a layer are stacked into one matrix each
+  // (expert e's rows follow expert e-1's): gate_up [E * 2 Fe, D] (per expert its gate rows, then its up rows),
+  // down [E * D, Fe]. The shared expert (Qwen2-MoE) is a dense gated MLP of width Fs with a [1, D] gate.
+  kRouter, kExpertsGateUp, kExpertsDown, kSharedGateProj, kSharedUpProj, kSharedGateUpProj, kSharedDownProj,
+  kSharedExpertGate,
 };
-inline constexpr size_t kModelTensorCount = static_cast<size_t>(ModelTensor::kQkvBias) + 1;
+inline constexpr size_t kModelTensorCount = static_cast<size_t>(ModelTensor::kSharedExpertGate) + 1;
 
 enum class TensorScope : uint8_t {
   kText,   // once per model, under root.text ("model.embed_tokens")
@@ -57,6 +62,13 @@ enum class ShapeDim : uint8_t {
   kQ,             // num_attention_heads * hd
   kKv,            // num_key_value_heads * hd
   kQkv,           // (num_attention_heads + 2 * num_key_value_heads) * hd
+  kExperts,       // moe.numExperts (E)
+  kExpertsGateUp, // E * 2 * moe.expertIntermediateSize (Fe)
+  kExpertsHidden, // E * hidden_size
+  kExpertFf,      // Fe
+  kSharedFf,      // moe.sharedExpertIntermediateSize (Fs)
+  kSharedGateUp,  // 2 * Fs
+  kOne,           // 1
 };
 
 struct ModelTensorInfo {
@@ -90,6 +102,9 @@ struct ModelDims {
   int64_t heads = 0;
   int64_t kv_heads = 0;
   int64_t head_dim = 0;
+  int64_t experts = 0;    // 0: dense
+  int64_t expert_ff = 0;
+  int64_t shared_ff = 0;
 };
 ModelDims model_dims(const Architecture& a);
 

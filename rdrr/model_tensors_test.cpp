@@ -12,7 +12,8 @@ namespace {
 using M = ModelTensor;
 
 // Distinct primes, so that a rule that picks the wrong dim shows.
-constexpr ModelDims kDims{.hidden = 11, .intermediate = 13, .vocab = 17, .heads = 5, .kv_heads = 3, .head_dim = 7};
+constexpr ModelDims kDims{.hidden = 11, .intermediate = 13, .vocab = 17, .heads = 5, .kv_heads = 3, .head_dim = 7,
+                          .experts = 19, .expert_ff = 23, .shared_ff = 29};
 
 struct Expected {
   ModelTensor tensor;
@@ -23,7 +24,7 @@ struct Expected {
 
 // The HF spellings and shape rules, written out once more as the tests' independent record.
 std::vector<Expected> expected_rows() {
-  const int64_t H = 11, F = 13, V = 17, hd = 7, q = 5 * 7, kv = 3 * 7;
+  const int64_t H = 11, F = 13, V = 17, hd = 7, q = 5 * 7, kv = 3 * 7, E = 19, Fe = 23, Fs = 29;
   const std::string l = "model.layers.4.";
   return {
       {M::kEmbedTokens, "model.embed_tokens.weight", {V, H}, TensorRole::kEmbedding},
@@ -48,6 +49,14 @@ std::vector<Expected> expected_rows() {
       {M::kKBias, l + "self_attn.k_proj.bias", {kv}, TensorRole::kBias},
       {M::kVBias, l + "self_attn.v_proj.bias", {kv}, TensorRole::kBias},
       {M::kQkvBias, l + "self_attn.qkv_proj.bias", {q + 2 * kv}, TensorRole::kBias},
+      {M::kRouter, l + "mlp.gate.weight", {E, H}, TensorRole::kMatmul},
+      {M::kExpertsGateUp, l + "mlp.experts.gate_up_proj.weight", {E * 2 * Fe, H}, TensorRole::kMatmul},
+      {M::kExpertsDown, l + "mlp.experts.down_proj.weight", {E * H, Fe}, TensorRole::kMatmul},
+      {M::kSharedGateProj, l + "mlp.shared_expert.gate_proj.weight", {Fs, H}, TensorRole::kMatmul},
+      {M::kSharedUpProj, l + "mlp.shared_expert.up_proj.weight", {Fs, H}, TensorRole::kMatmul},
+      {M::kSharedGateUpProj, l + "mlp.shared_expert.gate_up_proj.weight", {2 * Fs, H}, TensorRole::kMatmul},
+      {M::kSharedDownProj, l + "mlp.shared_expert.down_proj.weight", {H, Fs}, TensorRole::kMatmul},
+      {M::kSharedExpertGate, l + "mlp.shared_expert_gate.weight", {1, H}, TensorRole::kMatmul},
   };
 }
 

@@ -2,6 +2,7 @@
 // Weights (shards, tensors, placement) are in validate_tensors.cpp, the graph in validate_graph.cpp.
 #include "rdrr/validate.h"
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -33,6 +34,35 @@ Status validate_header(const Manifest& m) {
   return vutil::check_identifier("quantization", m.quantization, 64, true, "_.-");
 }
 
+// The limit on numExperts: the router's top-k runs in one workgroup (kernels/moe_route.comp).
+constexpr uint32_t kMaxExperts = 256;
+constexpr uint32_t kMaxExpertsPerToken = 8;
+
+Status validate_moe(const Architecture& a) {
+  if (!a.moe.present()) return Status::Ok();
+  const MoeArchitecture& m = a.moe;
+  const std::string at = "architecture.moe.";
+  if (m.num_experts < 2 || m.num_experts > kMaxExperts) {
+    return invalid(at + "numExperts: " + std::to_string(m.num_experts) + ", expected 2.." + std::to_string(kMaxExperts));
+  }
+  if (m.experts_per_token < 1 || m.experts_per_token > std::min(m.num_experts, kMaxExpertsPerToken)) {
+    return invalid(at + "expertsPerToken: " + std::to_string(m.experts_per_token) + ", expected 1.." +
+                   std::to_string(std::min(m.num_experts, kMaxExpertsPerToken)));
+  }
+  if (m.expert_intermediate_size == 0) return invalid(at + "expertIntermediateSize: must be > 0");
+  if (m.shared_expert_gated && m.shared_expert_intermediate_size == 0) {
+    return invalid(at + "sharedExpertGated: true without a shared expert (sharedExpertIntermediateSize 0)");
+  }
+  for (size_t i = 0; i < m.dense_layers.size(); ++i) {
+    if (m.dense_layers[i] >= a.num_layers || (i > 0 && m.dense_layers[i] <= m.dense_layers[i - 1])) {
+      return invalid(at + "denseLayers[" + std::to_string(i) + "]: " + std::to_string(m.dense_layers[i]) +
+                     ", expected ascending layer indices below numLayers " + std::to_string(a.num_layers));
+    }
+  }
+  if (m.dense_layers.size() == a.num_layers) return invalid(at + "denseLayers: every layer is dense");
+  return Status::Ok();
+}
+
 Status validate_architecture(const Architecture& a) {
   const std::pair<const char*, uint64_t> positive[] = {{"numLayers", a.num_layers},
                                                        {"hiddenSize", a.hidden_size},
@@ -54,7 +84,7 @@ Status validate_architecture(const Architecture& a) {
                    " is not a multiple of numKeyValueHeads " + std::to_string(a.num_key_value_heads));
   }
   if (a.head_dim % 2 != 0) return invalid("architecture.headDim: " + std::to_string(a.head_dim) + " is odd");
-  return Status::Ok();
+  return validate_moe(a);
 }
 
 Status validate_attention(const Architecture& arch, const AttentionConfig& a) {

@@ -78,6 +78,29 @@ TEST(Validate, HeadsNotMultipleOfKvHeads) {
   ExpectRule([](Manifest& m) { m.architecture.num_key_value_heads = 3; }, StatusCode::kValidation,
              "numAttentionHeads 4 is not a multiple of numKeyValueHeads 3");
 }
+TEST(Validate, MoeRules) {
+  const auto moe = [](Manifest& m) -> MoeArchitecture& {
+    m.architecture.moe = MoeArchitecture{.num_experts = 4, .experts_per_token = 2, .expert_intermediate_size = 64,
+                                         .normalize_top_k = false, .shared_expert_intermediate_size = 0,
+                                         .shared_expert_gated = false, .dense_layers = {}};
+    return m.architecture.moe;
+  };
+  ExpectRule([&](Manifest& m) { moe(m).num_experts = 1; }, StatusCode::kValidation,
+             "architecture.moe.numExperts: 1, expected 2..256");
+  ExpectRule([&](Manifest& m) { moe(m).num_experts = 257; }, StatusCode::kValidation, "numExperts: 257");
+  ExpectRule([&](Manifest& m) { moe(m).experts_per_token = 5; }, StatusCode::kValidation,
+             "architecture.moe.expertsPerToken: 5, expected 1..4");
+  ExpectRule([&](Manifest& m) { moe(m).experts_per_token = 0; }, StatusCode::kValidation, "expertsPerToken: 0");
+  ExpectRule([&](Manifest& m) { moe(m).expert_intermediate_size = 0; }, StatusCode::kValidation,
+             "architecture.moe.expertIntermediateSize: must be > 0");
+  ExpectRule([&](Manifest& m) { moe(m).shared_expert_gated = true; }, StatusCode::kValidation,
+             "sharedExpertGated: true without a shared expert");
+  ExpectRule([&](Manifest& m) { moe(m).dense_layers = {1, 0}; }, StatusCode::kValidation,
+             "architecture.moe.denseLayers[1]: 0, expected ascending layer indices below numLayers 3");
+  ExpectRule([&](Manifest& m) { moe(m).dense_layers = {3}; }, StatusCode::kValidation, "denseLayers[0]: 3");
+  ExpectRule([&](Manifest& m) { moe(m).dense_layers = {0, 1, 2}; }, StatusCode::kValidation,
+             "architecture.moe.denseLayers: every layer is dense");
+}
 TEST(Validate, OddHeadDim) {
   ExpectRule([](Manifest& m) { m.architecture.head_dim = 63; }, StatusCode::kValidation, "headDim: 63 is odd");
 }

@@ -180,6 +180,70 @@ TEST(ConvertErrors, UnknownTensor) {
   expect_failure(convert_to(dir, tmp), 9, "model.layers.0.mystery.weight");
 }
 
+// ---- mixture of experts (fixtures/families/tiny-mixtral: 2 layers, 4 experts of [64, 256] / [256, 64]) ----
+
+fs::path copy_mixtral(const TempDir& tmp) {
+  const fs::path dir = tmp / "mixtral";
+  fs::create_directories(dir);
+  for (const auto& e : fs::directory_iterator(hf_dir("families/tiny-mixtral"))) {
+    fs::copy_file(e.path(), dir / e.path().filename());
+    fs::permissions(dir / e.path().filename(), fs::perms::owner_write, fs::perm_options::add);
+  }
+  return dir;
+}
+
+std::vector<Tensor> mixtral_tensors() {
+  const convert::SafeTensorsFile f =
+      convert::SafeTensorsFile::open(hf_dir("families/tiny-mixtral") / "model.safetensors").value();
+  std::vector<Tensor> out;
+  for (const convert::TensorView& v : f.tensors()) {
+    out.push_back({v.name, "BF16", v.shape, std::string(reinterpret_cast<const char*>(v.bytes.data()), v.bytes.size())});
+  }
+  return out;
+}
+
+// Read and checked (the CPU reference runs it), then refused before anything is written: no MoE steps yet.
+TEST(ConvertErrors, MixtureOfExpertsIsRefusedUntilPacksCanRunIt) {
+  TempDir tmp;
+  expect_failure(convert_to(copy_mixtral(tmp), tmp), 9, "mixtral is a mixture-of-experts model");
+  EXPECT_FALSE(fs::exists(tmp / "out"));
+}
+
+TEST(ConvertErrors, MixtureOfExpertsTensorsAreChecked) {
+  TempDir tmp;
+  const fs::path dir = copy_mixtral(tmp);
+  std::vector<Tensor> t = mixtral_tensors();
+  std::erase_if(t, [](const Tensor& x) { return x.name == "model.layers.1.block_sparse_moe.experts.3.w2.weight"; });
+  write_safetensors(dir / "model.safetensors", t);
+  expect_failure(convert_to(dir, tmp), 4, "layer 1 expert 3: down weight missing from the input");
+
+  t = mixtral_tensors();
+  for (Tensor& x : t) {
+    if (x.name == "model.layers.0.block_sparse_moe.experts.2.w1.weight") {
+      x.shape = {32, 512};
+    }
+  }
+  write_safetensors(dir / "model.safetensors", t);
+  expect_failure(convert_to(dir, tmp), 3,
+                 "model.layers.0.block_sparse_moe.experts.2.w1.weight: shape [32, 512], expected [64, 256]");
+
+  t = mixtral_tensors();
+  for (const Tensor& x : mixtral_tensors()) {
+    if (x.name.starts_with("model.layers.0.block_sparse_moe.experts.0.")) {
+      std::string name = x.name;
+      name.replace(name.find("experts.0."), 10, "experts.4.");
+      t.push_back({name, x.dtype, x.shape, x.bytes});
+    }
+  }
+  write_safetensors(dir / "model.safetensors", t);
+  expect_failure(convert_to(dir, tmp), 3, "layer 0 expert 4: beyond numExperts 4");
+
+  t = mixtral_tensors();
+  std::erase_if(t, [](const Tensor& x) { return x.name == "model.layers.0.block_sparse_moe.gate.weight"; });
+  write_safetensors(dir / "model.safetensors", t);
+  expect_failure(convert_to(dir, tmp), 4, "model.layers.0.mlp.gate.weight: missing");
+}
+
 // Sets W[row, col] of a fixture tensor to `value` in a copied model.safetensors.
 void poison(const fs::path& dir, const std::string& tensor, int64_t row, int64_t col, float value) {
   const convert::SafeTensorsFile f = convert::SafeTensorsFile::open(dir / "model.safetensors").value();

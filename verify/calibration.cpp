@@ -90,7 +90,11 @@ class ReferenceCalibration final : public convert::LayerCalibration {
     Hessians out;
     if (layer >= h_.size()) return out;
     for (size_t i = 0; i < out.size(); ++i) {
-      if (wanted[i]) out[i].assign(h_[layer][i].begin(), h_[layer][i].end());
+      if (wanted[i]) {
+        out[i].resize(h_[layer][i].size());
+        std::transform(h_[layer][i].begin(), h_[layer][i].end(), out[i].begin(),
+                       [](double v) { return static_cast<float>(v); });
+      }
       h_[layer][i] = {};
     }
     return out;

@@ -48,10 +48,80 @@ Matrix attend(const convert::ModelConfig& c, const LayerParams& p, const Matrix&
   return mixed;
 }
 
+// act(gate) * up, elementwise into gate.
+void gated(const convert::ModelConfig& c, Matrix& gate, const Matrix& up) {
+  const bool gelu = c.inference.ffn.activation == rdrr::Activation::kGeluTanh;
+  for (size_t i = 0; i < gate.data.size(); ++i) {
+    gate.data[i] = (gelu ? gelu_tanh(gate.data[i]) : silu(gate.data[i])) * up.data[i];
+  }
+}
+
+// The mixture of experts on x [rows, hidden]: each expert runs once on the rows routed to it.
+Matrix mixture(const convert::ModelConfig& c, const MoeParams& p, const ApplyLinear& linear, const ApplyExpert& expert,
+               const Matrix& x) {
+  const Matrix logits = linear(LayerLinear::kRouter, x);
+  std::vector<std::vector<std::pair<size_t, double>>> rows_of(p.experts);  // expert -> (row, weight)
+  for (size_t t = 0; t < x.rows; ++t) {
+    const Routing r = route({logits.data.data() + t * logits.cols, logits.cols}, p);
+    for (size_t j = 0; j < r.experts.size(); ++j) rows_of[r.experts[j]].emplace_back(t, r.weights[j]);
+  }
+  Matrix out(x.rows, x.cols);
+  for (uint32_t e = 0; e < p.experts; ++e) {
+    const auto& routed = rows_of[e];
+    if (routed.empty()) continue;
+    Matrix xe(routed.size(), x.cols);
+    for (size_t i = 0; i < routed.size(); ++i) {
+      std::copy_n(x.data.begin() + static_cast<std::ptrdiff_t>(routed[i].first * x.cols), x.cols,
+                  xe.data.begin() + static_cast<std::ptrdiff_t>(i * x.cols));
+    }
+    Matrix g = expert(LayerLinear::kGate, e, xe);
+    gated(c, g, expert(LayerLinear::kUp, e, xe));
+    const Matrix d = expert(LayerLinear::kDown, e, g);
+    for (size_t i = 0; i < routed.size(); ++i) {
+      for (size_t k = 0; k < x.cols; ++k) out.data[routed[i].first * x.cols + k] += routed[i].second * d.data[i * d.cols + k];
+    }
+  }
+  if (p.shared) {
+    Matrix g = linear(LayerLinear::kSharedGate, x);
+    gated(c, g, linear(LayerLinear::kSharedUp, x));
+    const Matrix d = linear(LayerLinear::kSharedDown, g);
+    Matrix s;
+    if (p.shared_gated) s = linear(LayerLinear::kSharedExpertGate, x);
+    for (size_t t = 0; t < x.rows; ++t) {
+      const double scale = p.shared_gated ? 1.0 / (1.0 + std::exp(-s.data[t])) : 1.0;
+      for (size_t k = 0; k < x.cols; ++k) out.data[t * x.cols + k] += scale * d.data[t * d.cols + k];
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
+Routing route(std::span<const double> logits, const MoeParams& p) {
+  const double top = *std::max_element(logits.begin(), logits.end());
+  std::vector<double> prob(logits.size());
+  double sum = 0.0;
+  for (size_t e = 0; e < logits.size(); ++e) sum += prob[e] = std::exp(logits[e] - top);
+  for (double& v : prob) v /= sum;
+  std::vector<uint32_t> order(logits.size());
+  for (size_t e = 0; e < order.size(); ++e) order[e] = static_cast<uint32_t>(e);
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return prob[a] > prob[b]; });
+  Routing r;
+  double chosen = 0.0;
+  for (uint32_t j = 0; j < p.top_k && j < order.size(); ++j) {
+    r.experts.push_back(order[j]);
+    r.weights.push_back(prob[order[j]]);
+    chosen += prob[order[j]];
+  }
+  if (p.normalize) {
+    for (double& w : r.weights) w /= chosen;
+  }
+  return r;
+}
+
 void run_decoder_layer(const convert::ModelConfig& c, const LayerParams& p, const ApplyLinear& linear, Matrix& h,
-                       std::span<const BatchSegment> segments, const ObserveLinearInput& observe) {
+                       std::span<const BatchSegment> segments, const ObserveLinearInput& observe,
+                       const ApplyExpert& expert) {
   const auto seen = [&](LinearInput which, const Matrix& x) {
     if (observe) observe(which, x);
   };
@@ -71,14 +141,15 @@ void run_decoder_layer(const convert::ModelConfig& c, const LayerParams& p, cons
   x = h;
   if (!p.pre_feedforward_norm.empty()) rms_norm(x, p.pre_feedforward_norm, eps, offset, h.cols);
   seen(LinearInput::kFfnIn, x);
-  Matrix gate = linear(LayerLinear::kGate, x);
-  const Matrix up = linear(LayerLinear::kUp, x);
-  const bool gelu = c.inference.ffn.activation == rdrr::Activation::kGeluTanh;
-  for (size_t i = 0; i < gate.data.size(); ++i) {
-    gate.data[i] = (gelu ? gelu_tanh(gate.data[i]) : silu(gate.data[i])) * up.data[i];
+  Matrix down;
+  if (p.moe.experts > 0) {
+    down = mixture(c, p.moe, linear, expert, x);
+  } else {
+    Matrix gate = linear(LayerLinear::kGate, x);
+    gated(c, gate, linear(LayerLinear::kUp, x));
+    seen(LinearInput::kFfnMid, gate);
+    down = linear(LayerLinear::kDown, gate);
   }
-  seen(LinearInput::kFfnMid, gate);
-  Matrix down = linear(LayerLinear::kDown, gate);
   if (!p.post_feedforward_norm.empty()) rms_norm(down, p.post_feedforward_norm, eps, offset, h.cols);
   add_in_place(h, down);
 }

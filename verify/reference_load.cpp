@@ -115,6 +115,18 @@ Result<LayerLinears> layer_linears(const ReferenceWeights& w, const convert::Mod
   }
   RDRR_ASSIGN_OR_RETURN(at(LayerLinear::kO), linear_source(w, a, root, M::kOProj, i));
   if (!c.inference.ffn.gated) return error(StatusCode::kUnsupported, "verify reference: non-gated FFN");
+  if (is_moe_layer(a, i)) {
+    RDRR_ASSIGN_OR_RETURN(at(LayerLinear::kRouter), linear_source(w, a, root, M::kRouter, i));
+    if (a.moe.shared_expert_intermediate_size > 0) {
+      RDRR_ASSIGN_OR_RETURN(at(LayerLinear::kSharedGate), linear_source(w, a, root, M::kSharedGateProj, i));
+      RDRR_ASSIGN_OR_RETURN(at(LayerLinear::kSharedUp), linear_source(w, a, root, M::kSharedUpProj, i));
+      RDRR_ASSIGN_OR_RETURN(at(LayerLinear::kSharedDown), linear_source(w, a, root, M::kSharedDownProj, i));
+    }
+    if (a.moe.shared_expert_gated) {
+      RDRR_ASSIGN_OR_RETURN(at(LayerLinear::kSharedExpertGate), linear_source(w, a, root, M::kSharedExpertGate, i));
+    }
+    return l;
+  }
   const uint64_t f = a.intermediate_size;
   if (w.has(model_tensor_name(M::kGateUpProj, i, root))) {
     RDRR_ASSIGN_OR_RETURN(at(LayerLinear::kGate), linear_source(w, a, root, M::kGateUpProj, i, std::nullopt, 0, f));
@@ -125,6 +137,22 @@ Result<LayerLinears> layer_linears(const ReferenceWeights& w, const convert::Mod
   }
   RDRR_ASSIGN_OR_RETURN(at(LayerLinear::kDown), linear_source(w, a, root, M::kDownProj, i));
   return l;
+}
+
+Result<std::vector<ExpertLinears>> expert_linears(const ReferenceWeights& w, const convert::ModelConfig& c,
+                                                  const TensorRoot& root, uint32_t i) {
+  const auto& a = c.architecture;
+  std::vector<ExpertLinears> out;
+  if (!is_moe_layer(a, i)) return out;
+  const uint64_t f = a.moe.expert_intermediate_size, d = a.hidden_size;
+  for (uint64_t e = 0; e < a.moe.num_experts; ++e) {
+    ExpertLinears x;
+    RDRR_ASSIGN_OR_RETURN(x[0], linear_source(w, a, root, M::kExpertsGateUp, i, std::nullopt, 2 * f * e, f));
+    RDRR_ASSIGN_OR_RETURN(x[1], linear_source(w, a, root, M::kExpertsGateUp, i, std::nullopt, 2 * f * e + f, f));
+    RDRR_ASSIGN_OR_RETURN(x[2], linear_source(w, a, root, M::kExpertsDown, i, std::nullopt, d * e, d));
+    out.push_back(std::move(x));
+  }
+  return out;
 }
 
 Result<LayerParams> layer_params(const ReferenceWeights& w, const convert::ModelConfig& c, const TensorRoot& root,
@@ -158,6 +186,11 @@ Result<LayerParams> layer_params(const ReferenceWeights& w, const convert::Model
   }
   RDRR_ASSIGN_OR_RETURN(p.rope, make_rope_tables(c.inference.rope, a.head_dim, types[i]));
   p.attention = attention_params(c, types[i]);
+  if (is_moe_layer(a, i)) {
+    p.moe = MoeParams{.experts = a.moe.num_experts, .top_k = a.moe.experts_per_token,
+                      .normalize = a.moe.normalize_top_k, .shared = a.moe.shared_expert_intermediate_size > 0,
+                      .shared_gated = a.moe.shared_expert_gated};
+  }
   return p;
 }
 
@@ -200,9 +233,16 @@ Result<ReferenceModel> ReferenceModel::load_weights(convert::ModelConfig config,
   for (uint32_t i = 0; i < a.num_layers; ++i) {
     Layer& l = m.layers_[i];
     RDRR_ASSIGN_OR_RETURN(const LayerLinears src, layer_linears(w, m.config_, root, i));
-    Linear* dst[] = {&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down};
     for (size_t j = 0; j < src.size(); ++j) {
-      RDRR_ASSIGN_OR_RETURN(*dst[j], load_linear(w, src[j]));
+      if (src[j].weight.empty()) continue;  // a map this layer does not have (dense vs MoE)
+      RDRR_ASSIGN_OR_RETURN(l.linears[j], load_linear(w, src[j]));
+    }
+    RDRR_ASSIGN_OR_RETURN(const std::vector<ExpertLinears> experts, expert_linears(w, m.config_, root, i));
+    for (const ExpertLinears& e : experts) {
+      std::array<Linear, 3>& dst = l.experts.emplace_back();
+      for (size_t j = 0; j < e.size(); ++j) {
+        RDRR_ASSIGN_OR_RETURN(dst[j], load_linear(w, e[j]));
+      }
     }
     RDRR_ASSIGN_OR_RETURN(l.params, layer_params(w, m.config_, root, i));
   }
@@ -211,6 +251,8 @@ Result<ReferenceModel> ReferenceModel::load_weights(convert::ModelConfig config,
 
 Result<ReferenceModel> ReferenceModel::load_hf(const std::filesystem::path& folder) {
   RDRR_ASSIGN_OR_RETURN(convert::ModelConfig config, convert::read_hf_model_config(folder));
+  // Per-expert checkpoints are stacked by the converter's source reader into the pack's expert tensors.
+  if (config.architecture.moe.present()) return load_source(folder);
   RDRR_ASSIGN_OR_RETURN(convert::SafeTensorsModel st, convert::SafeTensorsModel::open(folder));
   return load_weights(std::move(config), *safetensors_weights(st));
 }

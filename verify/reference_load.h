@@ -36,7 +36,8 @@ struct LinearSource {
   uint64_t in_features = 0;
   std::string bias;
 };
-using LayerLinears = std::array<LinearSource, 7>;  // indexed by LayerLinear
+using LayerLinears = std::array<LinearSource, kLayerLinearCount>;  // indexed by LayerLinear; unused maps empty
+using ExpertLinears = std::array<LinearSource, 3>;                   // kGate, kUp, kDown of one expert
 
 // The embedding or the head as one map over all its rows (shape checked).
 Result<LinearSource> matrix_source(const ReferenceWeights& w, const Architecture& a, const TensorRoot& root,
@@ -46,6 +47,9 @@ Result<LinearSource> matrix_source(const ReferenceWeights& w, const Architecture
 // Errors: read_checked's, kUnsupported (non-gated FFN).
 Result<LayerLinears> layer_linears(const ReferenceWeights& w, const convert::ModelConfig& c, const TensorRoot& root,
                                    uint32_t i);
+// The experts of MoE layer `i` (architecture.moe), as row ranges of the stacked tensors; empty for a dense layer.
+Result<std::vector<ExpertLinears>> expert_linears(const ReferenceWeights& w, const convert::ModelConfig& c,
+                                                  const TensorRoot& root, uint32_t i);
 // Layer `i`'s norms, RoPE tables and attention parameters. Errors: read_checked's, kValidation (layerTypes).
 Result<LayerParams> layer_params(const ReferenceWeights& w, const convert::ModelConfig& c, const TensorRoot& root,
                                  uint32_t i);

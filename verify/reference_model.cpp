@@ -23,23 +23,18 @@ Status ReferenceModel::check_tokens(std::span<const int32_t> tokens) const {
 void ReferenceModel::run_layer(const Layer& layer, Matrix& h, size_t index, KvCache& cache,
                                const LinearInputObserver* observer) const {
   const ApplyLinear apply = [&layer](LayerLinear which, const Matrix& x) {
-    switch (which) {
-      case LayerLinear::kQ: return linear(x, layer.q);
-      case LayerLinear::kK: return linear(x, layer.k);
-      case LayerLinear::kV: return linear(x, layer.v);
-      case LayerLinear::kO: return linear(x, layer.o);
-      case LayerLinear::kGate: return linear(x, layer.gate);
-      case LayerLinear::kUp: return linear(x, layer.up);
-      case LayerLinear::kDown: return linear(x, layer.down);
-    }
-    return Matrix();
+    return linear(x, layer.linears[static_cast<size_t>(which)]);
+  };
+  const ApplyExpert expert = [&layer](LayerLinear which, uint32_t e, const Matrix& x) {
+    const size_t j = which == LayerLinear::kGate ? 0 : which == LayerLinear::kUp ? 1 : 2;
+    return linear(x, layer.experts[e][j]);
   };
   ObserveLinearInput observe;
   if (observer != nullptr) {
     observe = [observer, index](LinearInput which, const Matrix& x) { (*observer)(index, which, x); };
   }
   const BatchSegment whole{.row_begin = 0, .rows = h.rows, .k = &cache.k[index], .v = &cache.v[index]};
-  run_decoder_layer(config_, layer.params, apply, h, std::span(&whole, 1), observe);
+  run_decoder_layer(config_, layer.params, apply, h, std::span(&whole, 1), observe, expert);
 }
 
 Matrix ReferenceModel::hidden_states(std::span<const int32_t> tokens, bool last_only,

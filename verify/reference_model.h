@@ -85,7 +85,8 @@ class ReferenceModel {
 
  private:
   struct Layer {
-    Linear q, k, v, o, gate, up, down;
+    std::array<Linear, kLayerLinearCount> linears;  // indexed by LayerLinear; a dense or MoE layer's maps
+    std::vector<std::array<Linear, 3>> experts;     // MoE layers: each expert's gate, up, down
     LayerParams params;
   };
 

@@ -3,6 +3,7 @@
 #include <tbb/global_control.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -71,6 +72,25 @@ TEST_P(ReferenceVsHf, LogitsAndGreedyMatchTransformers) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, ReferenceVsHf, ::testing::Values("tiny-llama", "tiny-qwen2", "tiny-gemma3"));
+// Mixture of experts (fixtures/families/README.md): Mixtral (renormalized top-2), Qwen3-MoE (renormalized, layer 1
+// dense), Qwen2-MoE (not renormalized, gated shared expert, q/k/v biases); per-expert HF tensors stacked by the
+// converter's source reader.
+INSTANTIATE_TEST_SUITE_P(Moe, ReferenceVsHf,
+                         ::testing::Values("families/tiny-mixtral", "families/tiny-qwen3-moe", "families/tiny-qwen2-moe"));
+
+// The router: softmax, the top k with ties to the lower expert, renormalized on request.
+TEST(ReferenceModel, MoeRouting) {
+  const std::vector<double> logits = {0.5, 2.0, 2.0, -1.0};
+  Routing r = route(logits, MoeParams{.experts = 4, .top_k = 2, .normalize = false});
+  ASSERT_EQ(r.experts, (std::vector<uint32_t>{1, 2}));
+  const double z = std::exp(0.5) + 2 * std::exp(2.0) + std::exp(-1.0);
+  EXPECT_NEAR(r.weights[0], std::exp(2.0) / z, 1e-15);
+  EXPECT_NEAR(r.weights[1], std::exp(2.0) / z, 1e-15);
+  r = route(logits, MoeParams{.experts = 4, .top_k = 3, .normalize = true});
+  ASSERT_EQ(r.experts, (std::vector<uint32_t>{1, 2, 0}));
+  EXPECT_NEAR(r.weights[0] + r.weights[1] + r.weights[2], 1.0, 1e-15);
+  EXPECT_NEAR(r.weights[2], std::exp(0.5) / (std::exp(0.5) + 2 * std::exp(2.0)), 1e-15);
+}
 
 TEST(ReferenceModel, RejectsBadTokens) {
   Result<ReferenceModel> ref = ReferenceModel::load_hf(kFixtures / "tiny-llama" / "hf");

@@ -42,7 +42,9 @@ Status resolve(StreamingReference::State& s) {
   for (uint32_t i = 0; i < a.num_layers; ++i) {
     RDRR_ASSIGN_OR_RETURN(LayerLinears l, layer_linears(w, s.config, root, i));
     RDRR_ASSIGN_OR_RETURN(LayerParams p, layer_params(w, s.config, root, i));
+    RDRR_ASSIGN_OR_RETURN(std::vector<ExpertLinears> e, expert_linears(w, s.config, root, i));
     s.linears.push_back(std::move(l));
+    s.experts.push_back(std::move(e));
     s.params.push_back(std::move(p));
   }
   return Status::Ok();
@@ -178,14 +180,18 @@ Result<Matrix> embed_tokens(const StreamingReference::State& s, std::span<const 
 Status run_layer(const StreamingReference::State& s, size_t layer, Matrix& h, std::span<const BatchSegment> segments,
                  const ObserveLinearInput& observe) {
   Status failure = Status::Ok();
-  const ApplyLinear apply = [&](LayerLinear which, const Matrix& x) {
-    const LinearSource& src = s.linears[layer][static_cast<size_t>(which)];
+  const auto apply = [&](LayerLinear, const Matrix& x, const LinearSource& src) {
     Result<Matrix> y = failure.ok() ? apply_linear(s, src, x) : Result<Matrix>(failure);
     if (y.ok()) return std::move(*y);
     if (failure.ok()) failure = y.status();
     return Matrix(x.rows, src.rows);
   };
-  run_decoder_layer(s.config, s.params[layer], apply, h, segments, observe);
+  const ApplyExpert expert = [&](LayerLinear which, uint32_t e, const Matrix& x) {
+    return apply(which, x, s.experts[layer][e][which == LayerLinear::kGate ? 0 : which == LayerLinear::kUp ? 1 : 2]);
+  };
+  run_decoder_layer(s.config, s.params[layer], [&](LayerLinear which, const Matrix& x) {
+    return apply(which, x, s.linears[layer][static_cast<size_t>(which)]);
+  }, h, segments, observe, expert);
   return failure.context("layer " + std::to_string(layer));
 }
 
@@ -377,7 +383,14 @@ uint64_t StreamingReference::working_bytes(size_t rows, size_t logit_rows, size_
   };
   consider(s.head);
   for (const LayerLinears& l : s.linears) {
-    for (const LinearSource& src : l) consider(src);
+    for (const LinearSource& src : l) {
+      if (!src.weight.empty()) consider(src);
+    }
+  }
+  for (const std::vector<ExpertLinears>& layer : s.experts) {
+    for (const ExpertLinears& e : layer) {
+      for (const LinearSource& src : e) consider(src);
+    }
   }
   const uint64_t width = std::max<uint64_t>(a.hidden_size, a.intermediate_size);
   const uint64_t acts = rows * width * 8 * (sizeof(double) + sizeof(float));

@@ -78,6 +78,7 @@ struct StreamingReference::State {
   LinearSource embed, head;  // head == embed when tied
   std::vector<float> final_norm;
   std::vector<LayerLinears> linears;
+  std::vector<std::vector<ExpertLinears>> experts;  // per layer: MoE layers' experts (empty for dense layers)
   std::vector<LayerParams> params;
 };
 

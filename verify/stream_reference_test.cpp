@@ -246,6 +246,20 @@ TEST_P(StreamReference, SamplesDependOnlyOnTheirSeed) {
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, StreamReference, ::testing::Values("tiny-llama", "tiny-qwen2", "tiny-gemma3"));
 
+// Mixture of experts: each expert a row range of the stacked tensors, streamed like any other linear map.
+TEST(StreamReferenceMoe, HfSourcesMatchTheDoubleReference) {
+  for (const char* model : {"families/tiny-mixtral", "families/tiny-qwen3-moe", "families/tiny-qwen2-moe"}) {
+    const fs::path hf = kFixtures / model / "hf";
+    Result<ReferenceModel> oracle = ReferenceModel::load_hf(hf);
+    ASSERT_TRUE(oracle.ok()) << oracle.status().to_string();
+    for (uint64_t chunk : {uint64_t{2} << 20, uint64_t{1}}) {
+      Result<StreamingReference> engine = StreamingReference::open_source(hf, {.chunk_bytes = chunk});
+      ASSERT_TRUE(engine.ok()) << engine.status().to_string();
+      expect_matches(*oracle, *engine, std::string(model) + " hf, chunk " + std::to_string(chunk));
+    }
+  }
+}
+
 // A source that, like a column_wise tensor, decodes only ranges aligned to 4 rows.
 class AlignedOnly final : public ReferenceWeights {
  public:
