@@ -256,11 +256,6 @@ Result<uint64_t> add_goldens(PackWriter& pack, Manifest& manifest, const Convert
 Result<ConvertReport> convert_in_arena(ConvertOptions o, int threads, Clock::time_point start) {
   RDRR_ASSIGN_OR_RETURN(const SourceOptions so, source_options(o));
   RDRR_ASSIGN_OR_RETURN(SourceModel src, SourceModel::open(o.src, so));
-  if (src.config().architecture.moe.present()) {
-    return error(StatusCode::kUnsupported, o.src.string() + ": " + src.config().family +
-                                               " is a mixture-of-experts model: reading it and the CPU reference work, "
-                                               "but packs of it cannot be written yet (no MoE steps in the execution graph)");
-  }
   o.fuse_gate_up = so.fuse_gate_up;
   o.fuse_qkv = so.fuse_qkv;
   if (!o.q4k_layout) {

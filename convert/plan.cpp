@@ -44,6 +44,7 @@ std::optional<DType> parse_type_name(std::string_view name) {
 // The preset's choice for a 2-D tensor, with the reason.
 std::pair<DType, std::string> preset_choice(const PlanEntry& e, const PlanOptions& o) {
   const std::string p(preset_name(o.preset));
+  if (e.role == TensorRole::kMoeRouter) return {DType::kF32, "expert routing stays F32"};
   switch (o.preset) {
     case Preset::kF32: return {DType::kF32, "preset " + p};
     case Preset::kF16: return {DType::kF16, "preset " + p};
@@ -60,7 +61,8 @@ std::pair<DType, std::string> preset_choice(const PlanEntry& e, const PlanOption
     return {DType::kQ4_K, "preset q4_k_m: untied embedding"};
   }
   const bool more_bits_role = e.role == TensorRole::kAttnV || e.role == TensorRole::kAttnQkv ||
-                              e.role == TensorRole::kFfnDown;
+                              e.role == TensorRole::kFfnDown || e.role == TensorRole::kFfnExpertsDown ||
+                              e.role == TensorRole::kFfnSharedDown;
   const int layer = layer_index(e.name);
   if (more_bits_role && layer >= 0 && use_more_bits(layer, o.n_layers)) {
     return {DType::kQ6_K, "preset q4_k_m: use_more_bits(layer " + std::to_string(layer) + ")"};
@@ -105,6 +107,12 @@ std::string_view role_name(TensorRole r) {
     case TensorRole::kFfnDown: return "ffn_down";
     case TensorRole::kBias: return "bias";
     case TensorRole::kOther: return "other";
+    case TensorRole::kMoeRouter: return "moe_router";
+    case TensorRole::kFfnExpertsGateUp: return "ffn_gate_up_exps";
+    case TensorRole::kFfnExpertsDown: return "ffn_down_exps";
+    case TensorRole::kFfnSharedGate: return "ffn_gate_shexp";
+    case TensorRole::kFfnSharedUp: return "ffn_up_shexp";
+    case TensorRole::kFfnSharedDown: return "ffn_down_shexp";
   }
   return "other";
 }
@@ -125,6 +133,13 @@ TensorRole role_of(ModelTensor t) {
     case ModelTensor::kUpProj: return TensorRole::kFfnUp;
     case ModelTensor::kGateUpProj: return TensorRole::kFfnGateUp;
     case ModelTensor::kDownProj: return TensorRole::kFfnDown;
+    case ModelTensor::kRouter:
+    case ModelTensor::kSharedExpertGate: return TensorRole::kMoeRouter;
+    case ModelTensor::kExpertsGateUp: return TensorRole::kFfnExpertsGateUp;
+    case ModelTensor::kExpertsDown: return TensorRole::kFfnExpertsDown;
+    case ModelTensor::kSharedGateProj: return TensorRole::kFfnSharedGate;
+    case ModelTensor::kSharedUpProj: return TensorRole::kFfnSharedUp;
+    case ModelTensor::kSharedDownProj: return TensorRole::kFfnSharedDown;
     default: break;
   }
   return model_tensor_info(t).role == rdrr::TensorRole::kBias ? TensorRole::kBias : TensorRole::kNorm;
@@ -249,6 +264,15 @@ Result<std::vector<PlanEntry>> plan_tensors(const std::vector<PlanInput>& inputs
         e.dtype = c->dtype;
         e.reason = c->reason;
         e.widened = c->widened;
+      } else {
+        // llama.cpp's rule for rows whose length K is not a multiple of 256 (a K-quant row would be padded to
+        // whole 256-value blocks): it falls back to Q5_0 / Q8_0 there, rdrr (which encodes no Q5_0) to Q8_0.
+        const bool k_quant = e.dtype == DType::kQ4_K || e.dtype == DType::kQ6_K;
+        if (k_quant && in.shape[1] % 256 != 0) {
+          e.reason = std::string(quant::dtype_name(e.dtype)) + " -> Q8_0: K " + std::to_string(in.shape[1]) +
+                     " is not a multiple of 256, as llama.cpp's fallback (" + e.reason + ")";
+          e.dtype = DType::kQ8_0;
+        }
       }
     }
     for (const TensorTypeOverride& o : options.overrides) {
@@ -265,7 +289,8 @@ Result<std::vector<PlanEntry>> plan_tensors(const std::vector<PlanInput>& inputs
       break;
     }
     if (quant::is_block_quantized(e.dtype)) {
-      e.layout = e.dtype == DType::kQ4_K ? options.q4k_layout : Layout::kRowWise;
+      const bool experts = e.role == TensorRole::kFfnExpertsGateUp || e.role == TensorRole::kFfnExpertsDown;
+      e.layout = e.dtype == DType::kQ4_K && !experts ? options.q4k_layout : Layout::kRowWise;
     }
     e.size_bytes = planned_size_bytes(e.dtype, e.layout, e.shape);
     plan.push_back(std::move(e));

@@ -41,6 +41,9 @@ bool preset_is_quantized(Preset p);  // q8_0, q4_k, q4_k_m: gate+up fused by def
 enum class TensorRole {
   kEmbedding, kLmHead, kNorm, kAttnQ, kAttnK, kAttnV, kAttnQkv, kAttnOut, kFfnGate, kFfnUp,
   kFfnGateUp, kFfnDown, kBias, kOther,
+  // Mixture of experts: the router and the shared expert's gate stay F32; stacked experts are row_wise
+  // (the expert kernels read row layouts); none of them is calibrated yet (plain rounding).
+  kMoeRouter, kFfnExpertsGateUp, kFfnExpertsDown, kFfnSharedGate, kFfnSharedUp, kFfnSharedDown,
 };
 std::string_view role_name(TensorRole r);
 TensorRole classify_tensor(std::string_view name);

@@ -17,6 +17,11 @@
 //    q_proj / k_proj / v_proj by row ranges of the stored matrix (split_qkv: byte ranges, rows unchanged). A
 //    fused qkv bias is always split (the graph adds q, k and v biases after the split); a checkpoint that also
 //    stores one of them alone is kValidation.
+//  - Mixture of experts (HF): each layer's per-expert matrices (Mixtral block_sparse_moe.experts.E.w1 / w3 / w2,
+//    Qwen mlp.experts.E.gate_proj / up_proj / down_proj) become two stacked virtual tensors,
+//    mlp.experts.gate_up_proj [E * 2 Fe, D] (expert e: gate rows at 2 Fe e, up rows at 2 Fe e + Fe) and
+//    mlp.experts.down_proj [E * D, Fe]; Mixtral's router block_sparse_moe.gate is named mlp.gate. A missing
+//    expert matrix is kNotFound, a misshapen one or one beyond numExperts kValidation.
 // Tied embeddings: an lm_head.weight stored next to a tied embedding is dropped (with a warning), as is an HF
 // rotary_emb.inv_freq. A GGUF's rope_freqs / rope_factors_* tensors are read into the manifest's RoPE
 // (model_config_from_gguf), not weights. HF tensors outside the text model (a vision tower, its projector) are

@@ -175,6 +175,9 @@ class Checker {
     if (op == nullptr) {
       return error(StatusCode::kUnsupported, s.label() + ": unknown op (not in the op vocabulary of this build)");
     }
+    if (moe_op(*op) && !m_.architecture.moe.present()) {
+      return error(StatusCode::kValidation, s.label() + ": an expert step in a model without architecture.moe");
+    }
     if (op->phase != op_phase(s.phase)) {
       return error(StatusCode::kValidation, s.label() + ": op belongs in " + std::string(phase_name(op->phase)) +
                                                 ", not " + std::string(section_name(s.phase)));
@@ -254,6 +257,13 @@ class Checker {
                      " (policy dtypeTransition: require_cast_step; the op vocabulary has no cast)");
   }
 
+  // An op of the mixture of experts: it reads or writes a router / expert / shared-expert buffer.
+  static bool moe_op(const OpInfo& op) {
+    const auto moe_buf = [](Buf b) { return b >= Buf::kRouter && b <= Buf::kSharedScale; };
+    return std::any_of(op.reads.begin(), op.reads.end(), moe_buf) ||
+           std::any_of(op.writes.begin(), op.writes.end(), moe_buf);
+  }
+
   // The length of a norm / bias weight (OpInfo::weight_length); kOutput: the written buffer's width.
   Result<uint64_t> weight_length(const OpInfo& op) const {
     if (op.weight_length == WeightLength::kHeadDim) return m_.architecture.head_dim;
@@ -270,10 +280,19 @@ class Checker {
                                                 " != [>= vocabSize " + std::to_string(m_.architecture.vocab_size) +
                                                 ", hiddenSize " + std::to_string(m_.architecture.hidden_size) + "]");
     }
-    if (op.weight != WeightKind::kMatmul) return Status::Ok();
+    const bool experts = op.weight == WeightKind::kExpertsIn || op.weight == WeightKind::kExpertsOut;
+    if (op.weight != WeightKind::kMatmul && !experts) return Status::Ok();
     if (!dims_.ok()) return dims_.status();
-    const uint64_t n = buffer_width(*dims_, op.output());
-    const uint64_t k = buffer_width(*dims_, op.input());
+    uint64_t n = buffer_width(*dims_, op.output());
+    uint64_t k = buffer_width(*dims_, op.input());
+    if (experts) {  // stacked [E * per-expert outputs, per-expert inputs]; the buffers hold T experts per token
+      if (dims_->experts == 0 || dims_->top_k == 0) {
+        return error(StatusCode::kValidation, what + ": an expert step in a model without architecture.moe");
+      }
+      if (op.weight == WeightKind::kExpertsIn) n /= dims_->top_k;
+      if (op.weight == WeightKind::kExpertsOut) k /= dims_->top_k;
+      n *= dims_->experts;
+    }
     if (t.shape[0] == n && t.shape[1] == k) return Status::Ok();
     return error(StatusCode::kValidation, what + ": shape " + shape_to_string(t.shape) + " != [" + std::to_string(n) +
                                               ", " + std::to_string(k) + "] ([" + std::string(buf_name(op.output())) +
@@ -289,7 +308,8 @@ class Checker {
     }
     const TensorEntry& t = *it->second;
     const std::string what = label + ": kernel " + q(s.step->kernel_key) + ", tensor " + q(name);
-    const bool two_d = op.weight == WeightKind::kMatmul || op.weight == WeightKind::kEmbedding;
+    const bool two_d = op.weight == WeightKind::kMatmul || op.weight == WeightKind::kEmbedding ||
+                       op.weight == WeightKind::kExpertsIn || op.weight == WeightKind::kExpertsOut;
     if (two_d && t.shape.size() != 2) {
       return error(StatusCode::kValidation, what + ": shape " + shape_to_string(t.shape) + " is not 2-D [N, K]");
     }

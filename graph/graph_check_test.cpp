@@ -439,6 +439,54 @@ TEST(GraphCheck, MatmulAndEmbeddingShapes) {
   expect_error(m, StatusCode::kValidation, {"preLayer[0] 'embed'", "embedding shape", ">= vocabSize"});
 }
 
+// Layer 2 of the tiny manifest as a mixture of 4 experts (top 2, width 64): router, stacked experts, no dense MLP.
+Manifest moe_manifest() {
+  Manifest m = testing::tiny_gemma3_manifest();
+  m.inference.execution.reset();
+  m.architecture.moe = MoeArchitecture{.num_experts = 4, .experts_per_token = 2, .expert_intermediate_size = 64,
+                                       .normalize_top_k = true, .shared_expert_intermediate_size = 0,
+                                       .shared_expert_gated = false, .dense_layers = {0, 1}};
+  std::erase_if(m.tensors, [](const TensorEntry& t) { return t.name.starts_with("model.layers.2.mlp."); });
+  const auto add = [&](const std::string& name, quant::DType dtype, std::vector<uint64_t> shape) {
+    TensorEntry t;
+    t.name = name;
+    t.dtype = dtype;
+    t.shape = std::move(shape);
+    if (quant::is_block_quantized(dtype)) t.layout = quant::Layout::kRowWise;
+    t.role = TensorRole::kMatmul;
+    t.group = "layer.2";
+    t.size_bytes = expected_tensor_size_bytes(t.dtype, t.shape, t.layout).value();
+    m.tensors.push_back(std::move(t));
+  };
+  add("model.layers.2.mlp.gate.weight", quant::DType::kF32, {4, 256});
+  add("model.layers.2.mlp.experts.gate_up_proj.weight", quant::DType::kQ4_K, {4 * 128, 256});
+  add("model.layers.2.mlp.experts.down_proj.weight", quant::DType::kQ8_0, {4 * 256, 64});
+  testing::place_tensors(m, 65536);
+  Result<ExecutionGraph> g = plan_execution_graph(m);
+  EXPECT_TRUE(g.ok()) << g.status().to_string();
+  if (g.ok()) m.inference.execution = std::move(g).value();
+  return m;
+}
+
+// MoE layers run router, route, the expert GEMVs (gather, glu, combine); the stacked weights' shapes follow the
+// expert buffers ([E x per-expert outputs, per-expert inputs]); expert steps need architecture.moe.
+TEST(GraphCheck, MixtureOfExpertsSteps) {
+  Manifest m = moe_manifest();
+  EXPECT_TRUE(check_execution_graph(m).ok()) << check_execution_graph(m).to_string();
+  const auto moe_down = steps_with_op(graph(m).decode, "moe_down");
+  ASSERT_EQ(moe_down.size(), 1u);
+  EXPECT_EQ(moe_down[0]->kernel_key, "moe_gemv_combine_q8_0");
+  EXPECT_EQ(steps_with_op(graph(m).decode, "down_proj").size(), 1u);  // dense layers 0 and 1
+  tensor(m, "model.layers.2.mlp.experts.gate_up_proj.weight").shape = {4 * 64, 256};
+  expect_error(m, StatusCode::kValidation, {"'moe_gate_up'", "!= [512, 256]"});
+  m = moe_manifest();
+  tensor(m, "model.layers.2.mlp.experts.down_proj.weight").shape = {256, 64};
+  expect_error(m, StatusCode::kValidation, {"'moe_down'", "!= [1024, 64]"});
+  m = moe_manifest();
+  m.architecture.moe = {};
+  expect_error(m, StatusCode::kValidation, {"an expert step in a model without architecture.moe"});
+}
+
 // An op whose row names its kernel runs only on it; a unary op's manifest parameter must be valid.
 TEST(GraphCheck, FixedKernelAndUnaryParameter) {
   Manifest m = planned_manifest();

@@ -23,6 +23,10 @@ constexpr Op kActOps[] = {Op::kGatedAct};
 constexpr Op kUnaryOps[] = {Op::kUnary};
 constexpr Op kSampleOps[] = {Op::kSample};
 constexpr Op kSplitOps[] = {Op::kSplit};
+constexpr Op kMoeRouteOps[] = {Op::kMoeRoute};
+constexpr Op kMoeGemvOps[] = {Op::kMoeGemv};
+constexpr Op kMoeCombineOps[] = {Op::kMoeGemvCombine};
+constexpr Op kGatedAddOps[] = {Op::kGatedAdd};
 
 // logit_softcap's parameter c: finalLogitSoftcapping, finite and > 0.
 Result<float> final_softcap(const Manifest& m) {
@@ -100,6 +104,23 @@ constexpr OpInfo kOps[] = {
     {"logit_softcap", P::kPostLayer, W::kNone, L::kNone, kUnaryOps, "softcap", D::kUnary,
      {B::kLogits, kNo}, {B::kLogits, kNo}, 0, final_softcap,
      "logits = c * tanh(logits / c), c = finalLogitSoftcapping"},
+    {"moe_down", P::kLayer, W::kExpertsOut, L::kNone, kMoeCombineOps, "", D::kMoeCombine,
+     {B::kExpertAct, B::kExpertIds, B::kExpertWeights}, {B::kProj, kNo}, 0, nullptr,
+     "proj = sum over the token's experts e of weight_e * (expert_act_e W_e^T) (stacked [E * D, Fe] weight)"},
+    {"moe_gate_up", P::kLayer, W::kExpertsIn, L::kNone, kMoeGemvOps, "", D::kMoeGemv,
+     {B::kNormed, B::kExpertIds}, {B::kExpertGateUp, kNo}, 0, nullptr,
+     "expert_gate_up_j = normed W_e^T for each selected expert e = ids_j (stacked [E * 2 Fe, D] weight, per "
+     "expert gate rows first)"},
+    {"moe_glu", P::kLayer, W::kNone, L::kNone, kActOps, "glu_split", D::kGluSplit,
+     {B::kExpertGateUp, kNo}, {B::kExpertAct, kNo}, 0, nullptr,
+     "expert_act_j = activation(gate half) * up half, per selected expert"},
+    {"moe_route", P::kLayer, W::kNone, L::kNone, kMoeRouteOps, "moe_route", D::kMoeRoute,
+     {B::kRouter, kNo}, {B::kExpertIds, B::kExpertWeights}, 0, nullptr,
+     "ids, weights = the expertsPerToken largest of softmax(router) (ties: lower expert), renormalized when "
+     "normalizeTopK"},
+    {"moe_router", P::kLayer, W::kMatmul, L::kNone, kMatmulOps, "", D::kMatmul,
+     {B::kNormed, kNo}, {B::kRouter, kNo}, 0, nullptr,
+     "router = normed W^T ([numExperts, D] weight)"},
     {"o_proj", P::kLayer, W::kMatmul, L::kNone, kMatmulOps, "", D::kMatmul,
      {B::kAttn, kNo}, {B::kProj, kNo}, 0, nullptr,
      "proj = attn W^T"},
@@ -143,6 +164,24 @@ constexpr OpInfo kOps[] = {
     {"sample", P::kPostLayer, W::kNone, L::kNone, kSampleOps, "", D::kSample,
      {B::kLogits, kNo}, {B::kToken, kNo}, 0, nullptr,
      "token = argmax of the last logits row, or a temperature / top-k draw (run options), on the GPU"},
+    {"shared_down_proj", P::kLayer, W::kMatmul, L::kNone, kMatmulOps, "", D::kMatmul,
+     {B::kSharedAct, kNo}, {B::kSharedOut, kNo}, 0, nullptr,
+     "shared_out = shared_act W^T"},
+    {"shared_expert_gate", P::kLayer, W::kMatmul, L::kNone, kMatmulOps, "", D::kMatmul,
+     {B::kNormed, kNo}, {B::kSharedScale, kNo}, 0, nullptr,
+     "shared_scale = normed W^T ([1, D] weight)"},
+    {"shared_gate_proj", P::kLayer, W::kMatmul, L::kNone, kMatmulOps, "", D::kMatmul,
+     {B::kNormed, kNo}, {B::kSharedGate, kNo}, 0, nullptr,
+     "shared_gate = normed W^T"},
+    {"shared_gated_add", P::kLayer, W::kNone, L::kNone, kGatedAddOps, "gated_add", D::kGatedAdd,
+     {B::kSharedScale, B::kSharedOut}, {B::kProj, kNo}, 0, nullptr,
+     "proj += sigmoid(shared_scale) * shared_out"},
+    {"shared_glu", P::kLayer, W::kNone, L::kNone, kActOps, "glu", D::kGlu,
+     {B::kSharedGate, B::kSharedUp}, {B::kSharedAct, kNo}, 0, nullptr,
+     "shared_act = activation(shared_gate) * shared_up"},
+    {"shared_up_proj", P::kLayer, W::kMatmul, L::kNone, kMatmulOps, "", D::kMatmul,
+     {B::kNormed, kNo}, {B::kSharedUp, kNo}, 0, nullptr,
+     "shared_up = normed W^T"},
     {"up_proj", P::kLayer, W::kMatmul, L::kNone, kMatmulOps, "", D::kMatmul,
      {B::kNormed, kNo}, {B::kUp, kNo}, 0, nullptr,
      "up = normed W^T"},
@@ -152,9 +191,11 @@ constexpr OpInfo kOps[] = {
      "v = normed W^T"},
 };
 
-constexpr std::string_view kBufNames[] = {"hidden", "normed", "q",      "k",         "v",        "attn",
-                                          "proj",   "gate",   "up",     "gate_up",   "qkv",   "act",      "logits",
-                                          "token ids", "kv cache", "token", "-"};
+constexpr std::string_view kBufNames[] = {
+    "hidden",      "normed",      "q",          "k",           "v",          "attn",        "proj",
+    "gate",        "up",          "gate_up",    "qkv",         "act",        "router",      "expert ids",
+    "expert weights", "expert gate_up", "expert act", "shared gate", "shared up", "shared act", "shared out",
+    "shared scale", "logits",     "token ids",  "kv cache",    "token",      "-"};
 static_assert(std::size(kBufNames) == static_cast<size_t>(Buf::kNone) + 1);
 
 
@@ -170,6 +211,8 @@ std::string weight_text(const OpInfo& o) {
     }
     case WeightKind::kMatmul: return "matmul";
     case WeightKind::kEmbedding: return "embedding";
+    case WeightKind::kExpertsIn: return "stacked experts `[E x out, in]`";
+    case WeightKind::kExpertsOut: return "stacked experts `[E x out, in]`";
   }
   return "?";
 }
@@ -240,9 +283,21 @@ Result<Dims> model_dims(const Architecture& a) {
   if (a.hidden_size >= limit || a.head_dim >= limit || a.intermediate_size >= limit || a.vocab_size >= limit) {
     return error(StatusCode::kUnsupported, "architecture: dimensions beyond 2^31 are not supported");
   }
-  return Dims{static_cast<uint32_t>(a.hidden_size), a.num_attention_heads, a.num_key_value_heads,
-              static_cast<uint32_t>(a.head_dim),    static_cast<uint32_t>(a.intermediate_size),
-              static_cast<uint32_t>(a.vocab_size),  a.num_layers};
+  const MoeArchitecture& moe = a.moe;
+  if (moe.expert_intermediate_size >= limit || moe.shared_expert_intermediate_size >= limit) {
+    return error(StatusCode::kUnsupported, "architecture.moe: dimensions beyond 2^31 are not supported");
+  }
+  return Dims{static_cast<uint32_t>(a.hidden_size),
+              a.num_attention_heads,
+              a.num_key_value_heads,
+              static_cast<uint32_t>(a.head_dim),
+              static_cast<uint32_t>(a.intermediate_size),
+              static_cast<uint32_t>(a.vocab_size),
+              a.num_layers,
+              moe.num_experts,
+              moe.experts_per_token,
+              static_cast<uint32_t>(moe.expert_intermediate_size),
+              static_cast<uint32_t>(moe.shared_expert_intermediate_size)};
 }
 
 uint32_t buffer_width(const Dims& d, Buf b) {
@@ -259,6 +314,16 @@ uint32_t buffer_width(const Dims& d, Buf b) {
     case Buf::kAct: return d.ff;
     case Buf::kGateUp: return 2 * d.ff;
     case Buf::kQkv: return (d.heads + 2 * d.kv_heads) * d.head_dim;
+    case Buf::kRouter: return d.experts;
+    case Buf::kExpertIds:
+    case Buf::kExpertWeights: return d.top_k;
+    case Buf::kExpertGateUp: return d.top_k * 2 * d.expert_ff;
+    case Buf::kExpertAct: return d.top_k * d.expert_ff;
+    case Buf::kSharedGate:
+    case Buf::kSharedUp:
+    case Buf::kSharedAct: return d.shared_ff;
+    case Buf::kSharedOut: return d.shared_ff != 0 ? d.d : 0;
+    case Buf::kSharedScale: return d.shared_ff != 0 ? 1 : 0;
     case Buf::kLogits: return d.vocab;
     default: return 0;
   }

@@ -34,6 +34,8 @@ enum class WeightKind : uint8_t {
   kBias,       // f32 1-D: a projection bias
   kMatmul,     // 2-D [N, K] in a dtype / layout the kernel accepts
   kEmbedding,  // 2-D [V, D] embedding table in a dtype / layout the kernel accepts
+  kExpertsIn,  // stacked experts read per selected expert: [E * width(output) / T, width(input)] (T = experts per token)
+  kExpertsOut, // stacked experts whose outputs are summed per token: [E * width(output), width(input) / T]
 };
 
 // The length of a norm / bias weight.
@@ -58,6 +60,16 @@ enum class Buf : uint8_t {
   kGateUp,   // [M, 2F] fused gate_up output, gate rows first
   kQkv,      // [M, (H + 2 KV) * hd] fused qkv_proj output: q, then k, then v
   kAct,      // [M, F]
+  kRouter,        // [M, E] router logits (E = moe.numExperts)
+  kExpertIds,     // uint32 [M, T] the selected experts (T = moe.expertsPerToken)
+  kExpertWeights, // [M, T] their weights
+  kExpertGateUp,  // [M, T * 2 Fe] the selected experts' gate_up rows (Fe = moe.expertIntermediateSize)
+  kExpertAct,     // [M, T * Fe]
+  kSharedGate,    // [M, Fs] shared expert (Fs = moe.sharedExpertIntermediateSize)
+  kSharedUp,      // [M, Fs]
+  kSharedAct,     // [M, Fs]
+  kSharedOut,     // [M, D]
+  kSharedScale,   // [M, 1] the shared expert's gate logit
   kLogits,   // [R, V] R = rows the post-layer phase runs for (last token, or every prompt token on request)
   kTokenIds,  // uint32 [M] the pass's token ids
   kKvCache,   // the layer's KV cache (precision kvDtype)
@@ -70,6 +82,7 @@ std::string_view buf_name(Buf b);  // "hidden", "kv cache", ...
 // Model dimensions the buffer widths derive from.
 struct Dims {
   uint32_t d = 0, heads = 0, kv_heads = 0, head_dim = 0, ff = 0, vocab = 0, layers = 0;
+  uint32_t experts = 0, top_k = 0, expert_ff = 0, shared_ff = 0;  // architecture.moe (0: dense)
 };
 // kUnsupported when a dimension is 2^31 or more.
 Result<Dims> model_dims(const Architecture& a);
@@ -94,6 +107,10 @@ enum class Dispatch : uint8_t {
   kUnary,         // writes[0] = f(reads[0], param) elementwise: the row's kernel (Op::kUnary) and param
   kSample,
   kSplitQkv,      // qkv -> q, k, v (skipped where the executor lays q, k, v out as qkv's row 0: one-row passes)
+  kMoeRoute,      // router logits -> expert ids and weights
+  kMoeGemv,       // per token and selected expert: writes[0] = reads[0] W_e^T
+  kMoeCombine,    // per token: writes[0] = sum over its experts of weight * reads[0] row W_e^T
+  kGatedAdd,      // writes[0] += sigmoid(reads[0]) * reads[1]
 };
 
 // Facts the graph checker's layer rules read (SPEC 9.3).

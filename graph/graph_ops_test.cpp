@@ -42,6 +42,8 @@ TEST(GraphOps, RowsAreConsistent) {
     EXPECT_NE(o.reads[0], Buf::kNone);
     EXPECT_NE(o.writes[0], Buf::kNone);
     EXPECT_EQ(o.weight == WeightKind::kMatmul, o.dispatch == Dispatch::kMatmul);
+    EXPECT_EQ(o.weight == WeightKind::kExpertsIn, o.dispatch == Dispatch::kMoeGemv);
+    EXPECT_EQ(o.weight == WeightKind::kExpertsOut, o.dispatch == Dispatch::kMoeCombine);
     const bool one_d = o.weight == WeightKind::kNorm || o.weight == WeightKind::kBias;
     EXPECT_EQ(one_d, o.weight_length != WeightLength::kNone);
     if (o.weight == WeightKind::kMatmul) {

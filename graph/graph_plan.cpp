@@ -75,6 +75,7 @@ struct Planner {
   Result<std::vector<LayerStep>> layer_steps(uint32_t layer, Pass pass) const;
   Status attention_steps(struct LayerSteps& ls) const;
   Status ffn_steps(struct LayerSteps& ls) const;
+  Status dense_ffn(struct LayerSteps& ls) const;
   Result<std::vector<LayerEntry>> layer_phase(Pass pass);
   Result<std::vector<ExecStep>> pre_layer();
   Result<std::vector<ExecStep>> post_layer();
@@ -113,6 +114,21 @@ struct LayerSteps {
     out.emplace_back(ExecStep{std::string(op), std::move(kernel), model_tensor_template(weight)});
     return Status::Ok();
   }
+  // A stacked-expert step (moe_gate_up / moe_down): the registry's first `kernel_op` kernel for the weight.
+  Status experts(std::string_view op, ModelTensor weight, Op kernel_op) {
+    RDRR_ASSIGN_OR_RETURN(const TensorEntry* t, p.tensor(model_tensor_name(weight, layer), op));
+    const Layout layout = t->layout.value_or(Layout::kRowWise);
+    const KernelInfo* k = find_kernel(kernel_op, t->dtype, layout);
+    if (k == nullptr) {
+      return error(StatusCode::kUnsupported, "tensor " + t->name + ": no " + std::string(kernels::op_name(kernel_op)) +
+                                                 " kernel reads " + std::string(quant::dtype_name(t->dtype)) + " " +
+                                                 std::string(quant::layout_name(layout)));
+    }
+    out.emplace_back(ExecStep{std::string(op), std::string(k->name), model_tensor_template(weight)});
+    return Status::Ok();
+  }
+  // `n` placeholders (steps this layer does not run).
+  void skip(size_t n) { out.insert(out.end(), n, std::nullopt); }
 };
 
 // Norm, projections, rope, cache and attention of one layer.
@@ -154,6 +170,43 @@ Status Planner::ffn_steps(LayerSteps& ls) const {
   const NormConfig& norm = m.inference.normalization;
   ls.optional(norm.post_attention_norm, "post_attn_norm", M::kPostAttentionNorm);
   ls.step("ffn_norm", norm.post_attention_norm ? M::kPreFeedforwardNorm : M::kPostAttentionNorm);
+  // Every layer has the dense block's 4 positions and the mixture's 11; a layer runs one of the two.
+  const MoeArchitecture& moe = m.architecture.moe;
+  if (is_moe_layer(m.architecture, ls.layer)) {
+    ls.skip(4);
+    RDRR_RETURN_IF_ERROR(ls.matmul("moe_router", M::kRouter));
+    ls.step("moe_route");
+    RDRR_RETURN_IF_ERROR(ls.experts("moe_gate_up", M::kExpertsGateUp, Op::kMoeGemv));
+    ls.step("moe_glu");
+    RDRR_RETURN_IF_ERROR(ls.experts("moe_down", M::kExpertsDown, Op::kMoeGemvCombine));
+    if (moe.shared_expert_intermediate_size > 0) {
+      if (!moe.shared_expert_gated) {
+        return error(StatusCode::kUnsupported, "architecture.moe: a shared expert without a gate has no graph op");
+      }
+      RDRR_RETURN_IF_ERROR(ls.matmul("shared_gate_proj", M::kSharedGateProj));
+      RDRR_RETURN_IF_ERROR(ls.matmul("shared_up_proj", M::kSharedUpProj));
+      ls.step("shared_glu");
+      RDRR_RETURN_IF_ERROR(ls.matmul("shared_down_proj", M::kSharedDownProj));
+      RDRR_RETURN_IF_ERROR(ls.matmul("shared_expert_gate", M::kSharedExpertGate));
+      ls.step("shared_gated_add");
+    } else {
+      ls.skip(6);
+    }
+  } else {
+    RDRR_RETURN_IF_ERROR(dense_ffn(ls));
+    ls.skip(11);
+  }
+  ls.optional(norm.post_feedforward_norm, "post_ffn_norm", M::kPostFeedforwardNorm);
+  if (ls.layer + 1 == m.architecture.num_layers) {
+    ls.step("residual");
+  } else {
+    ls.out.emplace_back(std::nullopt);
+  }
+  return Status::Ok();
+}
+
+// The dense gated MLP (4 positions).
+Status Planner::dense_ffn(LayerSteps& ls) const {
   if (has(model_tensor_name(M::kGateUpProj, ls.layer))) {
     RDRR_RETURN_IF_ERROR(ls.matmul("gate_up_proj", M::kGateUpProj));
     ls.out.emplace_back(std::nullopt);
@@ -163,14 +216,7 @@ Status Planner::ffn_steps(LayerSteps& ls) const {
     RDRR_RETURN_IF_ERROR(ls.matmul("up_proj", M::kUpProj));
     ls.step("glu");
   }
-  RDRR_RETURN_IF_ERROR(ls.matmul("down_proj", M::kDownProj));
-  ls.optional(norm.post_feedforward_norm, "post_ffn_norm", M::kPostFeedforwardNorm);
-  if (ls.layer + 1 == m.architecture.num_layers) {
-    ls.step("residual");
-  } else {
-    ls.out.emplace_back(std::nullopt);
-  }
-  return Status::Ok();
+  return ls.matmul("down_proj", M::kDownProj);
 }
 
 Result<std::vector<LayerStep>> Planner::layer_steps(uint32_t layer, Pass pass) const {

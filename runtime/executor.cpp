@@ -301,11 +301,43 @@ Status Executor::Impl::record_step(const Step& s, uint32_t m, uint32_t p0, uint3
     }
     case Dispatch::kGlu:
       return record_glu(*rec, inf.ffn.activation == rdrr::Activation::kGeluTanh ? Activation::kGeluTanh : Activation::kSilu,
-                        rows(Buf::kGate, 0, m), rows(Buf::kUp, 0, m), rows(Buf::kAct, 0, m), m * d.ff, s.label);
-    case Dispatch::kGluSplit:
+                        rows(s.op->reads[0], 0, m), rows(s.op->reads[1], 0, m), rows(s.out(), 0, m), m * w_out, s.label);
+    case Dispatch::kGluSplit: {  // the expert buffers hold T rows of [gate | up] per token
+      const uint32_t slots = s.out() == Buf::kExpertAct ? d.top_k : 1;
       return record_glu_split(*rec,
                               inf.ffn.activation == rdrr::Activation::kGeluTanh ? Activation::kGeluTanh : Activation::kSilu,
-                              rows(Buf::kGateUp, 0, m), rows(Buf::kAct, 0, m), d.ff, m, s.label);
+                              rows(s.in(), 0, m), rows(s.out(), 0, m), w_out / slots, m * slots, s.label);
+    }
+    case Dispatch::kMoeRoute:
+      return record_moe_route(*rec, {.logits = rows(Buf::kRouter, 0, m), .ids = rows(Buf::kExpertIds, 0, m),
+                                     .weights = rows(Buf::kExpertWeights, 0, m), .m_rows = m, .n_experts = d.experts,
+                                     .top_k = d.top_k, .normalize = mf.architecture.moe.normalize_top_k},
+                              s.label);
+    case Dispatch::kMoeGemv:
+    case Dispatch::kMoeCombine: {
+      const bool combine = s.kind() == Dispatch::kMoeCombine;
+      const TensorEntry& w = *s.weight->entry;
+      MoeGemvArgs a;
+      a.w = s.weight->range;
+      a.dtype = w.dtype;
+      a.layout = w.layout.value_or(Layout::kRowWise);
+      a.n_experts = d.experts;
+      a.n_rows = static_cast<uint32_t>(w.shape[0] / d.experts);
+      a.k = static_cast<uint32_t>(w.shape[1]);
+      a.m_rows = m;
+      a.top_k = d.top_k;
+      a.x = rows(s.in(), 0, m);
+      a.ids = rows(Buf::kExpertIds, 0, m);
+      if (combine) a.weights = rows(Buf::kExpertWeights, 0, m);
+      a.y = rows(s.out(), 0, m);
+      a.combine = combine;
+      a.kernel = s.kernel->name;
+      return record_moe_gemv(*rec, a, s.label);
+    }
+    case Dispatch::kGatedAdd:
+      return record_gated_add(*rec, {.g = rows(Buf::kSharedScale, 0, m), .s = rows(Buf::kSharedOut, 0, m),
+                                     .y = rows(s.out(), 0, m), .m_rows = m, .d = d.d},
+                              s.label);
     case Dispatch::kSplitQkv:
       if (qkv_aliased()) return Status::Ok();  // q, k, v already are qkv's row 0
       return record_split_qkv(*rec, rows(Buf::kQkv, 0, m), rows(Buf::kQ, 0, m), rows(Buf::kK, 0, m), rows(Buf::kV, 0, m),

@@ -176,6 +176,21 @@ void header_text(const Manifest& m, std::ostringstream& o) {
   o << "architecture: layers " << a.num_layers << ", hidden " << a.hidden_size << ", intermediate "
     << a.intermediate_size << ", heads " << a.num_attention_heads << " (kv " << a.num_key_value_heads
     << "), head dim " << a.head_dim << ", vocab " << a.vocab_size << ", max seq " << a.max_seq_len << "\n";
+  if (a.moe.present()) {
+    const MoeArchitecture& e = a.moe;
+    o << "experts: " << e.num_experts << " of width " << e.expert_intermediate_size << ", " << e.experts_per_token
+      << " per token (softmax, top-k" << (e.normalize_top_k ? ", renormalized" : "") << "), stacked per layer as "
+      << "mlp.experts.gate_up_proj [" << e.num_experts << " x " << 2 * e.expert_intermediate_size << ", "
+      << a.hidden_size << "] and mlp.experts.down_proj [" << e.num_experts << " x " << a.hidden_size << ", "
+      << e.expert_intermediate_size << "]";
+    if (e.shared_expert_intermediate_size > 0) {
+      o << "; shared expert of width " << e.shared_expert_intermediate_size << (e.shared_expert_gated ? " (gated)" : "");
+    }
+    o << "; dense layers: ";
+    if (e.dense_layers.empty()) o << "none";
+    for (size_t i = 0; i < e.dense_layers.size(); ++i) o << (i ? ", " : "") << e.dense_layers[i];
+    o << "\n";
+  }
   size_t sliding = 0;
   for (LayerType t : inf.attention.layer_types) sliding += t == LayerType::kSlidingAttention ? 1 : 0;
   o << "inference: " << norm_type_name(inf.normalization.type) << " eps " << inf.normalization.rms_norm_eps << ", "
