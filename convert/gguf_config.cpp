@@ -157,6 +157,33 @@ Status read_architecture(const Keys& k, const FamilyTraits& t, ModelConfig& cfg)
   return Status::Ok();
 }
 
+// architecture.moe from {arch}.expert_count, expert_used_count, expert_feed_forward_length (else
+// feed_forward_length: Mixtral), expert_shared_feed_forward_length and expert_weights_norm (absent: llama.cpp's
+// per-architecture choice: renormalized for llama / qwen3moe, not for qwen2moe). Every layer is an MoE layer.
+Status read_moe(const Keys& k, const FamilyTraits& t, ModelConfig& cfg) {
+  if (t.moe == mcfg::MoeStyle::kNone) return Status::Ok();
+  Architecture& a = cfg.architecture;
+  MoeArchitecture m;
+  RDRR_ASSIGN_OR_RETURN(const uint64_t experts, k.req_uint(k.arch_key("expert_count")));
+  RDRR_ASSIGN_OR_RETURN(const uint64_t used, k.req_uint(k.arch_key("expert_used_count")));
+  if (experts > UINT32_MAX || used > UINT32_MAX) return invalid(k.arch_key("expert_count") + ": exceeds 2^32");
+  m.num_experts = static_cast<uint32_t>(experts);
+  m.experts_per_token = static_cast<uint32_t>(used);
+  RDRR_ASSIGN_OR_RETURN(const std::optional<uint64_t> ff, k.opt_uint(k.arch_key("expert_feed_forward_length")));
+  m.expert_intermediate_size = ff.value_or(a.intermediate_size);
+  RDRR_ASSIGN_OR_RETURN(const std::optional<uint64_t> shared, k.opt_uint(k.arch_key("expert_shared_feed_forward_length")));
+  m.shared_expert_intermediate_size = shared.value_or(0);
+  m.shared_expert_gated = m.shared_expert_intermediate_size > 0;
+  RDRR_ASSIGN_OR_RETURN(const std::optional<bool> norm, k.opt_bool(k.arch_key("expert_weights_norm")));
+  m.normalize_top_k = norm.value_or(t.family != ArchFamily::kQwen2Moe);
+  if (m.experts_per_token > m.num_experts) {
+    return invalid(k.arch_key("expert_used_count") + ": " + std::to_string(used) + " exceeds expert_count " +
+                   std::to_string(experts));
+  }
+  a.moe = std::move(m);
+  return Status::Ok();
+}
+
 Status read_attention(const Keys& k, const FamilyTraits& t, ModelConfig& cfg) {
   AttentionConfig& att = cfg.inference.attention;
   const uint32_t n = cfg.architecture.num_layers;
@@ -438,23 +465,19 @@ Result<ModelConfig> read_gguf_config(const GgufFile& g) {
   const FamilyTraits* t = mcfg::family_by_gguf_arch(*arch);
   if (t == nullptr) {
     return unsupported("general.architecture '" + *arch +
-                       "' is not supported (supported: llama (also Mistral, recorded as mistral when the model's name says so), "
-                       "qwen2, qwen3, gemma2, gemma3, phi3)");
-  }
-  // llama.cpp writes Mixtral as llama with {arch}.expert_count; its stacked *_exps tensors are not read yet.
-  if (const GgufValue* experts = g.find(*arch + ".expert_count"); experts != nullptr) {
-    const auto* u = std::get_if<uint64_t>(&experts->data);
-    const auto* i = std::get_if<int64_t>(&experts->data);
-    if ((u == nullptr && i == nullptr) || (u != nullptr && *u > 0) || (i != nullptr && *i != 0)) {
-      return unsupported("metadata key '" + *arch + ".expert_count': mixture-of-experts GGUF files are not supported "
-                         "yet (convert the Hugging Face checkpoint instead)");
-    }
+                       "' is not supported (supported: llama (also Mistral, recorded as mistral when the model's name says so, "
+                       "and Mixtral, with expert_count), qwen2, qwen3, gemma2, gemma3, phi3, qwen2moe, qwen3moe)");
   }
   const Keys k(g, *arch);
+  // llama.cpp writes Mixtral as llama with {arch}.expert_count.
+  RDRR_ASSIGN_OR_RETURN(const std::optional<uint64_t> experts, k.opt_uint(k.arch_key("expert_count")));
+  if (experts.value_or(0) > 0 && t->family == ArchFamily::kLlama) t = &mcfg::family_traits(ArchFamily::kMixtral);
+  if (t->moe != mcfg::MoeStyle::kNone && experts.value_or(0) == 0) return k.missing(k.arch_key("expert_count"));
   ModelConfig cfg;
   cfg.family = std::string(t->name);
-  cfg.qk_rows_permuted = t->family == ArchFamily::kLlama;  // convert_hf_to_gguf permutes llama q/k rows
+  cfg.qk_rows_permuted = *arch == "llama";  // convert_hf_to_gguf permutes llama (and Mixtral) q/k rows
   RDRR_RETURN_IF_ERROR(read_architecture(k, *t, cfg));
+  RDRR_RETURN_IF_ERROR(read_moe(k, *t, cfg));
   RDRR_RETURN_IF_ERROR(read_attention(k, *t, cfg));
   RDRR_RETURN_IF_ERROR(read_rope(k, *t, cfg));
   RDRR_RETURN_IF_ERROR(read_norm_ffn_output(k, *t, cfg));

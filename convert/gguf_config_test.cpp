@@ -169,6 +169,55 @@ TEST_F(GgufConfig, InconsistentShapes) {
   EXPECT_TRUE(read().ok());
 }
 
+// Mixtures of experts: llama with expert_count is Mixtral (renormalized top-k, expert width feed_forward_length);
+// qwen2moe / qwen3moe read expert_feed_forward_length (+ the shared expert's); expert_weights_norm overrides
+// llama.cpp's per-architecture renormalization.
+TEST_F(GgufConfig, MixtureOfExperts) {
+  set(k("expert_count"), gv_u32(8));
+  set(k("expert_used_count"), gv_u32(2));
+  Result<ModelConfig> c = read();
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_EQ(c->architecture.family, ArchFamily::kMixtral);
+  EXPECT_TRUE(c->qk_rows_permuted);
+  EXPECT_EQ(c->architecture.moe.num_experts, 8u);
+  EXPECT_EQ(c->architecture.moe.experts_per_token, 2u);
+  EXPECT_EQ(c->architecture.moe.expert_intermediate_size, 512u);
+  EXPECT_TRUE(c->architecture.moe.normalize_top_k);
+  set(k("expert_used_count"), gv_u32(9));
+  EXPECT_ERROR(read(), StatusCode::kValidation, "expert_used_count: 9 exceeds expert_count 8");
+  erase(k("expert_used_count"));
+  EXPECT_ERROR(read(), StatusCode::kSchema, "expert_used_count");
+
+  use_arch("qwen2moe");
+  EXPECT_ERROR(read(), StatusCode::kSchema, "qwen2moe.expert_count': missing");
+  set(k("expert_count"), gv_u32(4));
+  set(k("expert_used_count"), gv_u32(2));
+  set(k("expert_feed_forward_length"), gv_u32(32));
+  set(k("expert_shared_feed_forward_length"), gv_u32(64));
+  c = read();
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_EQ(c->architecture.family, ArchFamily::kQwen2Moe);
+  EXPECT_FALSE(c->qk_rows_permuted);
+  EXPECT_EQ(c->architecture.moe.expert_intermediate_size, 32u);
+  EXPECT_EQ(c->architecture.moe.shared_expert_intermediate_size, 64u);
+  EXPECT_TRUE(c->architecture.moe.shared_expert_gated);
+  EXPECT_FALSE(c->architecture.moe.normalize_top_k);  // llama.cpp's qwen2moe graph does not renormalize
+  set(k("expert_weights_norm"), gv_bool(1));
+  c = read();
+  ASSERT_TRUE(c.ok());
+  EXPECT_TRUE(c->architecture.moe.normalize_top_k);
+
+  use_arch("qwen3moe");
+  set(k("expert_count"), gv_u32(4));
+  set(k("expert_used_count"), gv_u32(2));
+  set(k("expert_feed_forward_length"), gv_u32(64));
+  c = read();
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_EQ(c->architecture.family, ArchFamily::kQwen3Moe);
+  EXPECT_TRUE(c->architecture.moe.normalize_top_k);
+  EXPECT_EQ(c->architecture.moe.shared_expert_intermediate_size, 0u);
+}
+
 TEST_F(GgufConfig, UnsupportedArchitecture) {
   use_arch("gpt2");
   EXPECT_ERROR(read(), StatusCode::kUnsupported, "'gpt2' is not supported (supported: llama");

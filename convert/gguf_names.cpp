@@ -25,7 +25,7 @@ constexpr std::array<NamePair, 3> kGlobal = {{
 }};
 
 // Per-layer names shared by the llama family (llama, mistral, qwen2, qwen3, phi3).
-constexpr std::array<NamePair, 12> kLayerCommon = {{
+constexpr std::array<NamePair, 18> kLayerCommon = {{
     {"attn_norm", M::kInputNorm},
     {"attn_q", M::kQProj},
     {"attn_k", M::kKProj},
@@ -38,6 +38,14 @@ constexpr std::array<NamePair, 12> kLayerCommon = {{
     {"ffn_down", M::kDownProj},
     {"ffn_norm", M::kPostAttentionNorm},
     {"ffn_up", M::kUpProj},
+    // Mixture of experts (llama.cpp's names; ffn_gate_exps / ffn_up_exps are stacked into gate_up by the
+    // source reader, convert/source.h).
+    {"ffn_gate_inp", M::kRouter},
+    {"ffn_down_exps", M::kExpertsDown},
+    {"ffn_gate_shexp", M::kSharedGateProj},
+    {"ffn_up_shexp", M::kSharedUpProj},
+    {"ffn_down_shexp", M::kSharedDownProj},
+    {"ffn_gate_inp_shexp", M::kSharedExpertGate},
 }};
 
 // Gemma 2 and 3 have four norms per layer; their ffn_norm is the pre-feedforward norm.

@@ -31,10 +31,10 @@ constexpr std::array<FamilyTraits, 10> kFamilies = {{
     {ArchFamily::kGemma3,  "gemma3",  "Gemma3ForCausalLM",  "gemma3_text", "gemma3", true,  true,  false, false, false, true,  true,  1e-6, 1000000.0, kNoMoe,              false},
     {ArchFamily::kPhi3,    "phi3",    "Phi3ForCausalLM",    "phi3",        "phi3",   false, false, false, false, true,  false, true,  1e-5, 10000.0, kNoMoe,              false},
     {ArchFamily::kGemma2,  "gemma2",  "Gemma2ForCausalLM",  "gemma2",      "gemma2", false, true,  false, false, false, true,  true,  1e-6, 10000.0, kNoMoe,              false},
-    // Mixture-of-experts families: the dense family's traits plus the MoE style (GGUF input: not yet).
+    // Mixture-of-experts families: the dense family's traits plus the MoE style (Mixtral GGUFs say llama).
     {ArchFamily::kMixtral,  "mixtral",   "MixtralForCausalLM",  "mixtral",   "", false, false, false, false, true,  false, true,  1e-5, 1000000.0, MoeStyle::kMixtral, false},
-    {ArchFamily::kQwen2Moe, "qwen2_moe", "Qwen2MoeForCausalLM", "qwen2_moe", "", false, false, true,  true,  false, false, false, 1e-6, 10000.0,   MoeStyle::kQwen,    true},
-    {ArchFamily::kQwen3Moe, "qwen3_moe", "Qwen3MoeForCausalLM", "qwen3_moe", "", true,  false, false, true,  false, false, false, 1e-6, 10000.0,   MoeStyle::kQwen,    false},
+    {ArchFamily::kQwen2Moe, "qwen2_moe", "Qwen2MoeForCausalLM", "qwen2_moe", "qwen2moe", false, false, true,  true,  false, false, false, 1e-6, 10000.0,   MoeStyle::kQwen,    true},
+    {ArchFamily::kQwen3Moe, "qwen3_moe", "Qwen3MoeForCausalLM", "qwen3_moe", "qwen3moe", true,  false, false, true,  false, false, false, 1e-6, 10000.0,   MoeStyle::kQwen,    false},
 }};
 // clang-format on
 

@@ -41,7 +41,10 @@
 //               from tokenizer_config.json, else tokenizer.json's TemplateProcessing post-processor, else
 //               the family's default (Qwen: no BOS; others: BOS when a bos id exists).
 //
-// GGUF (llama.cpp metadata of llama, qwen2, qwen3, gemma2, gemma3, phi3 files; Mistral GGUFs say "llama" and are
+// GGUF (llama.cpp metadata of llama, qwen2, qwen3, gemma2, gemma3, phi3, qwen2moe, qwen3moe files; llama with
+// {arch}.expert_count is Mixtral: expert_count, expert_used_count, expert_feed_forward_length (else
+// feed_forward_length), expert_shared_feed_forward_length, expert_weights_norm (absent: renormalized except
+// qwen2moe, as llama.cpp's graphs); Mistral GGUFs say "llama" and are
 // recorded as family mistral when general.basename / general.name / general.base_model.0.name says Mistral):
 //   {arch}.block_count, embedding_length, feed_forward_length, attention.head_count(_kv), key_length,
 //   context_length, attention.layer_norm_rms_epsilon, rope.freq_base (default 10000, warned),

@@ -202,6 +202,63 @@ Result<std::vector<SourceTensor>> stack_experts(std::map<std::pair<uint32_t, uin
   return out;
 }
 
+// llama.cpp's stacked expert gate / up: "blk.N.ffn_gate_exps.weight" (0) and "blk.N.ffn_up_exps.weight" (1).
+std::optional<std::pair<uint32_t, int>> gguf_gate_up_exps(std::string_view name) {
+  if (!name.starts_with("blk.")) return std::nullopt;
+  std::string_view rest = name.substr(4);
+  uint32_t layer = 0;
+  const auto [ptr, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), layer);
+  if (ec != std::errc() || ptr == rest.data() || ptr == rest.data() + rest.size() || *ptr != '.') return std::nullopt;
+  rest = rest.substr(static_cast<size_t>(ptr - rest.data()) + 1);
+  if (rest == "ffn_gate_exps.weight") return std::make_pair(layer, 0);
+  if (rest == "ffn_up_exps.weight") return std::make_pair(layer, 1);
+  return std::nullopt;
+}
+
+// A row range [first, first + n) of a stored matrix (a 1-D tensor: a range of its values). Rows are whole
+// blocks in every storage type, so the range is a byte range: nothing is decoded or copied.
+StoredMatrix stored_slice(const StoredMatrix& m, int64_t first, int64_t n, bool one_d) {
+  StoredMatrix s = m;
+  if (one_d) {
+    const uint64_t elem = static_cast<uint64_t>(quant::ggml_block_bytes(m.type));  // biases: F32 / F16 / BF16
+    s.cols = n;
+    s.row_bytes = static_cast<uint64_t>(n) * elem;
+    s.bytes = m.bytes.subspan(static_cast<uint64_t>(first) * elem, s.row_bytes);
+  } else {
+    s.rows = n;
+    s.bytes = m.bytes.subspan(static_cast<uint64_t>(first) * m.row_bytes, static_cast<uint64_t>(n) * m.row_bytes);
+  }
+  return s;
+}
+
+// A layer's ffn_gate_exps and ffn_up_exps ([E, Fe, D] each, expert-major rows) as the pack's stacked gate_up
+// [E * 2 Fe, D]: expert e's gate rows, then its up rows (row ranges of the stored blocks, nothing decoded).
+Result<SourceTensor> stack_gguf_gate_up(uint32_t layer, const std::array<std::optional<StoredMatrix>, 2>& pair,
+                                        const Architecture& a) {
+  const std::string name = model_tensor_name(ModelTensor::kExpertsGateUp, layer);
+  if (!a.moe.present()) {
+    return error(StatusCode::kUnsupported, "tensor blk." + std::to_string(layer) +
+                                               ".ffn_gate_exps.weight: expert weights in a model without experts");
+  }
+  const int64_t e = a.moe.num_experts, f = static_cast<int64_t>(a.moe.expert_intermediate_size);
+  const int64_t d = static_cast<int64_t>(a.hidden_size);
+  for (size_t w = 0; w < 2; ++w) {
+    const std::string gguf = "blk." + std::to_string(layer) + (w == 0 ? ".ffn_gate_exps" : ".ffn_up_exps") + ".weight";
+    if (!pair[w]) return error(StatusCode::kNotFound, "tensor " + gguf + ": missing from the input");
+    if (pair[w]->rows != e * f || pair[w]->cols != d) {
+      return error(StatusCode::kValidation, "tensor " + gguf + ": " + std::to_string(pair[w]->rows) + " rows of " +
+                                                std::to_string(pair[w]->cols) + ", expected " + std::to_string(e) +
+                                                " experts x " + std::to_string(f) + " rows of " + std::to_string(d));
+    }
+  }
+  SourceTensor t{name, {e * 2 * f, d}, {}};
+  for (int64_t x = 0; x < e; ++x) {
+    t.parts.push_back({stored_slice(*pair[0], x * f, f, false), 2 * f * x});
+    t.parts.push_back({stored_slice(*pair[1], x * f, f, false), 2 * f * x + f});
+  }
+  return t;
+}
+
 // Tensors every layer (and the model) must have, given the config.
 std::vector<std::string> required_names(const ModelConfig& c, const std::set<std::string>& present) {
   using M = ModelTensor;
@@ -388,7 +445,18 @@ Status SourceModel::load_gguf(const fs::path& file, const SourceOptions& options
   model_id_ = name.ok() && !name->empty() ? std::string(*name) : file.stem().string();
   files_.push_back({file, file.filename().string()});
   const auto& a = config_.architecture;
+  std::map<uint32_t, std::array<std::optional<StoredMatrix>, 2>> gate_up_exps;  // layer -> ffn_gate_exps, ffn_up_exps
   for (const GgufTensor& t : gguf_->tensors()) {
+    if (const std::optional<std::pair<uint32_t, int>> e = gguf_gate_up_exps(t.name)) {
+      const std::optional<GgmlBlockType> type = quant::ggml_block_type_from_id(static_cast<uint32_t>(t.type));
+      if (!type) {
+        return error(StatusCode::kUnsupported, file.string() + ": tensor " + t.name + ": GGUF type " +
+                                                   std::string(t.type_name()) + " cannot be decoded by rdrr-convert");
+      }
+      RDRR_ASSIGN_OR_RETURN(StoredMatrix sm, stored_matrix(t.name, *type, t.shape(), t.bytes));
+      gate_up_exps[e->first][static_cast<size_t>(e->second)] = std::move(sm);
+      continue;
+    }
     const std::optional<std::string> hf = gguf_to_hf_name(t.name, arch);
     if (!hf) {
       if (is_gguf_rope_factor_tensor(t.name)) continue;  // read by model_config_from_gguf into inference.rope
@@ -411,26 +479,18 @@ Status SourceModel::load_gguf(const fs::path& file, const SourceOptions& options
                                                   " permuted heads");
       }
     }
-    tensors_.push_back(single(*hf, t.shape(), std::move(sm)));
+    std::vector<int64_t> shape = t.shape();
+    if (is_tensor(*hf, ModelTensor::kSharedExpertGate) && shape.size() == 1) shape.insert(shape.begin(), 1);  // [D]
+    if (is_tensor(*hf, ModelTensor::kExpertsDown) && shape.size() == 3) shape = {shape[0] * shape[1], shape[2]};
+    tensors_.push_back(single(*hf, std::move(shape), std::move(sm)));
+  }
+  for (auto& [layer, pair] : gate_up_exps) {
+    RDRR_ASSIGN_OR_RETURN(SourceTensor stacked, stack_gguf_gate_up(layer, pair, a));
+    tensors_.push_back(std::move(stacked));
   }
   return finish(options);
 }
 
-// A row range [first, first + n) of a stored matrix (a 1-D tensor: a range of its values). Rows are whole
-// blocks in every storage type, so the range is a byte range: nothing is decoded or copied.
-StoredMatrix stored_slice(const StoredMatrix& m, int64_t first, int64_t n, bool one_d) {
-  StoredMatrix s = m;
-  if (one_d) {
-    const uint64_t elem = static_cast<uint64_t>(quant::ggml_block_bytes(m.type));  // biases: F32 / F16 / BF16
-    s.cols = n;
-    s.row_bytes = static_cast<uint64_t>(n) * elem;
-    s.bytes = m.bytes.subspan(static_cast<uint64_t>(first) * elem, s.row_bytes);
-  } else {
-    s.rows = n;
-    s.bytes = m.bytes.subspan(static_cast<uint64_t>(first) * m.row_bytes, static_cast<uint64_t>(n) * m.row_bytes);
-  }
-  return s;
-}
 
 // Phi-3's fused qkv_proj (HF self_attn.qkv_proj, GGUF attn_qkv; rows q, then k, then v) and its bias become
 // q_proj / k_proj / v_proj by row ranges of the stored matrix, so the graph's separate projections run them and

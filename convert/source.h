@@ -21,7 +21,9 @@
 //    Qwen mlp.experts.E.gate_proj / up_proj / down_proj) become two stacked virtual tensors,
 //    mlp.experts.gate_up_proj [E * 2 Fe, D] (expert e: gate rows at 2 Fe e, up rows at 2 Fe e + Fe) and
 //    mlp.experts.down_proj [E * D, Fe]; Mixtral's router block_sparse_moe.gate is named mlp.gate. A missing
-//    expert matrix is kNotFound, a misshapen one or one beyond numExperts kValidation.
+//    expert matrix is kNotFound, a misshapen one or one beyond numExperts kValidation. GGUF: ffn_gate_exps and
+//    ffn_up_exps ([E, Fe, D]) interleave per expert into gate_up by row ranges (blocks untouched), ffn_down_exps
+//    [E, D, Fe] is down_proj as it is, ffn_gate_inp the router, *_shexp the shared expert (its [D] gate as [1, D]).
 // Tied embeddings: an lm_head.weight stored next to a tied embedding is dropped (with a warning), as is an HF
 // rotary_emb.inv_freq. A GGUF's rope_freqs / rope_factors_* tensors are read into the manifest's RoPE
 // (model_config_from_gguf), not weights. HF tensors outside the text model (a vision tower, its projector) are

@@ -202,14 +202,6 @@ std::vector<Tensor> mixtral_tensors() {
   return out;
 }
 
-// llama.cpp's stacked *_exps tensors are not read yet: a MoE GGUF is refused before anything is written.
-TEST(ConvertErrors, MixtureOfExpertsGgufIsRefused) {
-  TempDir tmp;
-  expect_failure(convert_to(fixtures() / "families" / "tiny-mixtral" / "gguf" / "tiny-mixtral-q4_k_m.gguf", tmp), 9,
-                 "llama.expert_count': mixture-of-experts GGUF files are not supported yet");
-  EXPECT_FALSE(fs::exists(tmp / "out"));
-}
-
 TEST(ConvertErrors, MixtureOfExpertsTensorsAreChecked) {
   TempDir tmp;
   const fs::path dir = copy_mixtral(tmp);
