@@ -12,6 +12,7 @@
 #include "kernels/kernel_test_ref.h"
 #include "kernels/op_test_util.h"
 #include "runtime/ops.h"
+#include "kernels/error_case_test_util.h"
 #include "runtime/vk_test_fixture.h"
 
 namespace rdrr::kernels {
@@ -376,25 +377,8 @@ TEST_F(MoeGatedAddTest, MatchesDoubleReference) {
 // ---------------------------------------------------------------------------------------------------------
 // Validation errors.
 
-struct ErrorCase {
-  const char* what;
-  std::function<Status()> call;
-  StatusCode code;
-  const char* fragment;
-};
-
-class MoeErrorsTest : public VulkanTest {
- protected:
-  void expect_all(const std::vector<ErrorCase>& cases) {
-    for (const ErrorCase& c : cases) {
-      SCOPED_TRACE(c.what);
-      const Status s = c.call();
-      EXPECT_EQ(s.code(), c.code) << s.to_string();
-      EXPECT_NE(s.message().find(c.fragment), std::string::npos) << s.message();
-    }
-    EXPECT_EQ(rec().dispatch_count(), 0u);
-  }
-};
+using testing::ErrorCase;
+class MoeErrorsTest : public testing::ErrorCasesTest {};
 
 TEST_F(MoeErrorsTest, RouteRules) {
   Buffer big = alloc(1 << 16);

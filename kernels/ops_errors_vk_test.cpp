@@ -7,6 +7,7 @@
 
 #include "runtime/kv_cache.h"
 #include "runtime/ops.h"
+#include "kernels/error_case_test_util.h"
 #include "runtime/vk_test_fixture.h"
 
 namespace rdrr::kernels {
@@ -17,25 +18,8 @@ using quant::Layout;
 using runtime::Buffer;
 using runtime::testing::VulkanTest;
 
-struct ErrorCase {
-  const char* what;
-  std::function<Status()> call;
-  StatusCode code;
-  const char* fragment;
-};
-
-class OpsErrorsTest : public VulkanTest {
- protected:
-  void expect_all(const std::vector<ErrorCase>& cases) {
-    for (const ErrorCase& c : cases) {
-      SCOPED_TRACE(c.what);
-      const Status s = c.call();
-      EXPECT_EQ(s.code(), c.code) << s.to_string();
-      EXPECT_NE(s.message().find(c.fragment), std::string::npos) << s.message();
-    }
-    EXPECT_EQ(rec().dispatch_count(), 0u);
-  }
-};
+using testing::ErrorCase;
+class OpsErrorsTest : public testing::ErrorCasesTest {};
 
 TEST_F(OpsErrorsTest, EmbedRules) {
   Buffer big = alloc(1 << 16);

@@ -43,6 +43,28 @@ Status read_file_records(Object& parent, std::string_view key, std::vector<FileR
   return Status::Ok();
 }
 
+// architecture.moe (rdrr/SPEC.md 8.2); numExperts 0 is refused (a dense model omits the object).
+Status read_moe(Object& arch, MoeArchitecture& moe) {
+  RDRR_ASSIGN_OR_RETURN(Object m, open_child(arch, "moe"));
+  RDRR_RETURN_IF_ERROR(m.req_uint("numExperts", moe.num_experts));
+  RDRR_RETURN_IF_ERROR(m.req_uint("expertsPerToken", moe.experts_per_token));
+  RDRR_RETURN_IF_ERROR(m.req_uint("expertIntermediateSize", moe.expert_intermediate_size));
+  RDRR_RETURN_IF_ERROR(m.req_bool("normalizeTopK", moe.normalize_top_k));
+  RDRR_RETURN_IF_ERROR(m.req_uint("sharedExpertIntermediateSize", moe.shared_expert_intermediate_size));
+  RDRR_RETURN_IF_ERROR(m.req_bool("sharedExpertGated", moe.shared_expert_gated));
+  RDRR_ASSIGN_OR_RETURN(const json* dense, m.need("denseLayers"));
+  const std::string path = m.child("denseLayers");
+  RDRR_RETURN_IF_ERROR(expect_array(*dense, path, kMaxLayers));
+  for (size_t i = 0; i < dense->size(); ++i) {
+    uint64_t layer = 0;
+    RDRR_RETURN_IF_ERROR(json_fields::to_uint((*dense)[i], json_pointer_child(path, std::to_string(i)), kMaxLayers, layer));
+    moe.dense_layers.push_back(static_cast<uint32_t>(layer));
+  }
+  RDRR_RETURN_IF_ERROR(m.finish());
+  if (!moe.present()) return json_fields::schema_error(m.child("numExperts"), "must be > 0 (omit \"moe\" for a dense model)");
+  return Status::Ok();
+}
+
 Status read_architecture(Object& root, Architecture& a) {
   RDRR_ASSIGN_OR_RETURN(Object o, open_child(root, "architecture"));
   RDRR_RETURN_IF_ERROR(o.req_enum("family", parse_arch_family, a.family));
@@ -55,26 +77,7 @@ Status read_architecture(Object& root, Architecture& a) {
   RDRR_RETURN_IF_ERROR(o.req_uint("vocabSize", a.vocab_size));
   RDRR_RETURN_IF_ERROR(o.req_uint("maxSeqLen", a.max_seq_len));
   a.moe = {};
-  if (o.get("moe") != nullptr) {
-    RDRR_ASSIGN_OR_RETURN(Object m, open_child(o, "moe"));
-    MoeArchitecture& moe = a.moe;
-    RDRR_RETURN_IF_ERROR(m.req_uint("numExperts", moe.num_experts));
-    RDRR_RETURN_IF_ERROR(m.req_uint("expertsPerToken", moe.experts_per_token));
-    RDRR_RETURN_IF_ERROR(m.req_uint("expertIntermediateSize", moe.expert_intermediate_size));
-    RDRR_RETURN_IF_ERROR(m.req_bool("normalizeTopK", moe.normalize_top_k));
-    RDRR_RETURN_IF_ERROR(m.req_uint("sharedExpertIntermediateSize", moe.shared_expert_intermediate_size));
-    RDRR_RETURN_IF_ERROR(m.req_bool("sharedExpertGated", moe.shared_expert_gated));
-    RDRR_ASSIGN_OR_RETURN(const json* dense, m.need("denseLayers"));
-    const std::string path = m.child("denseLayers");
-    RDRR_RETURN_IF_ERROR(expect_array(*dense, path, kMaxLayers));
-    for (size_t i = 0; i < dense->size(); ++i) {
-      uint64_t layer = 0;
-      RDRR_RETURN_IF_ERROR(json_fields::to_uint((*dense)[i], json_pointer_child(path, std::to_string(i)), kMaxLayers, layer));
-      moe.dense_layers.push_back(static_cast<uint32_t>(layer));
-    }
-    RDRR_RETURN_IF_ERROR(m.finish());
-    if (!moe.present()) return json_fields::schema_error(m.child("numExperts"), "must be > 0 (omit \"moe\" for a dense model)");
-  }
+  if (o.get("moe") != nullptr) RDRR_RETURN_IF_ERROR(read_moe(o, a.moe));
   return o.finish();
 }
 
