@@ -267,8 +267,11 @@ Result<std::vector<PlanEntry>> plan_tensors(const std::vector<PlanInput>& inputs
       } else {
         // llama.cpp's rule for rows whose length K is not a multiple of 256 (a K-quant row would be padded to
         // whole 256-value blocks): it falls back to Q5_0 / Q8_0 there, rdrr (which encodes no Q5_0) to Q8_0.
-        const bool k_quant = e.dtype == DType::kQ4_K || e.dtype == DType::kQ6_K;
-        if (k_quant && in.shape[1] % 256 != 0) {
+        // Only where blocks run along K: column_wise Q4_K blocks run along N and need no fallback.
+        const bool experts = e.role == TensorRole::kFfnExpertsGateUp || e.role == TensorRole::kFfnExpertsDown;
+        const bool along_k = e.dtype == DType::kQ6_K ||
+                             (e.dtype == DType::kQ4_K && (experts || options.q4k_layout != Layout::kColumnWise));
+        if (along_k && in.shape[1] % 256 != 0) {
           e.reason = std::string(quant::dtype_name(e.dtype)) + " -> Q8_0: K " + std::to_string(in.shape[1]) +
                      " is not a multiple of 256, as llama.cpp's fallback (" + e.reason + ")";
           e.dtype = DType::kQ8_0;

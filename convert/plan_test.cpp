@@ -161,8 +161,9 @@ TEST(Plan, ClassifiesNamesAndLayers) {
 }  // namespace
 // A block-quantized GGUF source: Q4_K / Q6_K / Q8_0 keep their type under any block preset; kernel-less types
 // take the preset's type when it holds more bits per weight, else Q8_0; float presets widen; overrides win.
-// llama.cpp's fallback where K is not a multiple of 256 (it picks Q5_0 / Q8_0): rdrr picks Q8_0 for float sources in
-// the K-quant presets; other presets and K % 256 == 0 are unchanged; MoE routers stay F32, stacked experts row_wise.
+// llama.cpp's fallback where K is not a multiple of 256 (it picks Q5_0 / Q8_0): rdrr picks Q8_0 for float sources
+// where the K-quant's blocks run along K (row_wise / flat Q4_K, Q6_K, stacked experts), not for column_wise Q4_K
+// (its blocks run along N); other presets and K % 256 == 0 are unchanged; MoE routers stay F32.
 TEST(Plan, KQuantsFallBackToQ8_0WhereKIsNotAMultipleOf256) {
   const std::vector<PlanInput> in = {
       {"model.layers.0.self_attn.q_proj.weight", {256, 128}, {}},
@@ -174,7 +175,13 @@ TEST(Plan, KQuantsFallBackToQ8_0WhereKIsNotAMultipleOf256) {
   PlanOptions o;
   o.preset = Preset::kQ4_K_M;
   o.n_layers = 8;
+  o.q4k_layout = Layout::kColumnWise;
   auto m = by_name(*plan_tensors(in, o));
+  EXPECT_EQ(m["model.layers.0.self_attn.q_proj.weight"].dtype, DType::kQ4_K);  // blocks along N
+  EXPECT_EQ(m["model.layers.0.mlp.down_proj.weight"].dtype, DType::kQ8_0);     // use_more_bits' Q6_K
+  EXPECT_EQ(m["model.layers.0.mlp.experts.gate_up_proj.weight"].layout, std::optional<Layout>(Layout::kRowWise));
+  o.q4k_layout = Layout::kRowWise;
+  m = by_name(*plan_tensors(in, o));
   EXPECT_EQ(m["model.layers.0.self_attn.q_proj.weight"].dtype, DType::kQ8_0);
   EXPECT_EQ(m["model.layers.0.self_attn.q_proj.weight"].reason,
             "Q4_K -> Q8_0: K 128 is not a multiple of 256, as llama.cpp's fallback (preset q4_k_m)");

@@ -152,7 +152,9 @@ Result<std::vector<SourceTensor>> stack_experts(std::map<std::pair<uint32_t, uin
   std::vector<SourceTensor> out;
   if (parts.empty()) return out;
   if (!a.moe.present()) {
-    return error(StatusCode::kUnsupported, "tensor " + parts.begin()->second[0].value_or(StoredMatrix{}).name +
+    const auto& [key, mats] = *parts.begin();
+    return error(StatusCode::kUnsupported, "layer " + std::to_string(key.first) + " expert " +
+                                               std::to_string(key.second) +
                                                ": expert weights in a model whose config has no experts");
   }
   const int64_t f = static_cast<int64_t>(a.moe.expert_intermediate_size), d = static_cast<int64_t>(a.hidden_size);

@@ -88,9 +88,16 @@ void main() {
           be = cand_e[i];
         }
       }
+      // Non-finite logits leave no candidate (every p NaN): expert 0 with a NaN weight, so the layer's output is
+      // NaN (as the CPU reference's) instead of a silently skipped expert, and no shared store out of range.
+      if (be >= pc.n_experts) {
+        be = 0u;
+        bp = uintBitsToFloat(0x7fc00000u);
+      } else {
+        probs[be] = -1.0;
+      }
       sel_p[j] = bp;
       sel_e[j] = be;
-      probs[be] = -1.0;
     }
     barrier();
   }

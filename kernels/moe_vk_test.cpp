@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <numeric>
 
 #include "kernels/kernel_test_ref.h"
@@ -327,6 +328,38 @@ TEST_F(MoeRouteTest, ShapesAndLimits) {
     const std::vector<float> logits = route_logits(rng, s.m, s.e, {});
     for (bool normalize : {false, true}) check("shape", logits, s.m, s.e, s.k, normalize);
   }
+}
+
+// A row with a non-finite logit has no candidate: every pick is expert 0 with a NaN weight (the layer's output is
+// NaN, as the CPU reference's); the other rows are routed as usual.
+TEST_F(MoeRouteTest, NonFiniteLogitsGiveNaNWeights) {
+  std::mt19937 rng(13);
+  std::vector<float> logits = route_logits(rng, 2, 8, {});
+  logits[3] = std::numeric_limits<float>::quiet_NaN();
+  Buffer lb = upload(logits, "logits");
+  Buffer ib = poisoned_f32(4, "ids");
+  Buffer wb = poisoned_f32(4, "weights");
+  runtime::MoeRouteArgs a;
+  a.logits = lb.range();
+  a.ids = ib.range();
+  a.weights = wb.range();
+  a.m_rows = 2;
+  a.n_experts = 8;
+  a.top_k = 2;
+  a.normalize = true;
+  ASSERT_TRUE(runtime::record_moe_route(rec(), a).ok());
+  run();
+  const std::vector<float> wf = download_f32(wb.range());
+  const std::vector<float> idf = download_f32(ib.range());
+  std::vector<uint32_t> ids(idf.size());
+  std::memcpy(ids.data(), idf.data(), ids.size() * 4);
+  EXPECT_EQ(ids[0], 0u);
+  EXPECT_EQ(ids[1], 0u);
+  EXPECT_TRUE(std::isnan(wf[0]) && std::isnan(wf[1]));
+  const RouteRef ref = reference_route(std::span<const float>(logits).subspan(8), 1, 8, 2, true);
+  EXPECT_EQ(ids[2], ref.ids[0]);
+  EXPECT_EQ(ids[3], ref.ids[1]);
+  EXPECT_NEAR(wf[2], ref.weights[0], kRouteRel * ref.weights[0]);
 }
 
 // ---------------------------------------------------------------------------------------------------------

@@ -50,8 +50,10 @@ Status validate_moe(const Architecture& a) {
                    std::to_string(std::min(m.num_experts, kMaxExpertsPerToken)));
   }
   if (m.expert_intermediate_size == 0) return invalid(at + "expertIntermediateSize: must be > 0");
-  if (m.shared_expert_gated && m.shared_expert_intermediate_size == 0) {
-    return invalid(at + "sharedExpertGated: true without a shared expert (sharedExpertIntermediateSize 0)");
+  if (m.shared_expert_gated != (m.shared_expert_intermediate_size > 0)) {
+    return invalid(at + "sharedExpertGated: " + (m.shared_expert_gated ? "true" : "false") +
+                   " with sharedExpertIntermediateSize " + std::to_string(m.shared_expert_intermediate_size) +
+                   " (a shared expert is gated: the graph has no ungated one)");
   }
   for (size_t i = 0; i < m.dense_layers.size(); ++i) {
     if (m.dense_layers[i] >= a.num_layers || (i > 0 && m.dense_layers[i] <= m.dense_layers[i - 1])) {

@@ -94,7 +94,9 @@ TEST(Validate, MoeRules) {
   ExpectRule([&](Manifest& m) { moe(m).expert_intermediate_size = 0; }, StatusCode::kValidation,
              "architecture.moe.expertIntermediateSize: must be > 0");
   ExpectRule([&](Manifest& m) { moe(m).shared_expert_gated = true; }, StatusCode::kValidation,
-             "sharedExpertGated: true without a shared expert");
+             "sharedExpertGated: true with sharedExpertIntermediateSize 0");
+  ExpectRule([&](Manifest& m) { moe(m).shared_expert_intermediate_size = 128; }, StatusCode::kValidation,
+             "sharedExpertGated: false with sharedExpertIntermediateSize 128 (a shared expert is gated");
   ExpectRule([&](Manifest& m) { moe(m).dense_layers = {1, 0}; }, StatusCode::kValidation,
              "architecture.moe.denseLayers[1]: 0, expected ascending layer indices below numLayers 3");
   ExpectRule([&](Manifest& m) { moe(m).dense_layers = {3}; }, StatusCode::kValidation, "denseLayers[0]: 3");

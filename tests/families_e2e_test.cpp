@@ -245,9 +245,10 @@ TEST(Families, Gemma2HfAndGguf) {
 // Qwen2-MoE with a gated shared expert): f32 packs match transformers on the CPU reference and on Vulkan (every
 // gate). q4_k_m packs as rdrr-convert makes them by default (calibrated attention; the experts rounded plainly)
 // keep the router F32 and store the stacked experts row_wise; the Vulkan run matches the CPU reference (gates
-// 1-5), and the KLD vs transformers stays within the Q4_K_M label's 0.2 and within 1.1x llama.cpp's Q4_K_M on
-// the same checkpoint where llama.cpp converts it. Top-1 is not asserted: these random-weight models' logits are
-// nearly flat (mean top-1 probability 0.02-0.2, fixtures/families/README.md).
+// 1-5), and the KLD vs transformers stays within the Q4_K_M label's 0.2, and for Mixtral (hidden 256: the same
+// K-quants as llama.cpp) within 1.1x llama.cpp's Q4_K_M of the same checkpoint; Qwen2-MoE's hidden 128 gives
+// llama.cpp Q5_0 fallbacks where rdrr keeps column_wise Q4_K. Top-1 is not asserted: these random-weight models'
+// logits are nearly flat (mean top-1 probability 0.02-0.2, fixtures/families/README.md).
 TEST(Families, MixtureOfExpertsFromHf) {
   for (const std::string model : {"tiny-mixtral", "tiny-qwen3-moe", "tiny-qwen2-moe"}) {
     SCOPED_TRACE(model);
@@ -291,7 +292,7 @@ TEST(Families, MixtureOfExpertsFromHf) {
         std::printf("%s q4_k_m: KLD vs transformers %.4g (llama.cpp %s)\n", model.c_str(), kld,
                     llamacpp ? std::to_string(*llamacpp).c_str() : "-");
         EXPECT_LE(kld, 0.2);
-        if (llamacpp) {
+        if (model == "tiny-mixtral") {
           EXPECT_LE(kld, kAnchorKldFactor * *llamacpp);
         }
       }

@@ -392,7 +392,9 @@ uint64_t StreamingReference::working_bytes(size_t rows, size_t logit_rows, size_
       for (const LinearSource& src : e) consider(src);
     }
   }
-  const uint64_t width = std::max<uint64_t>(a.hidden_size, a.intermediate_size);
+  // The widest activation row: the MLP's, a shared expert's, or a token's selected experts' gate_up.
+  const uint64_t width = std::max({a.hidden_size, a.intermediate_size, a.moe.shared_expert_intermediate_size,
+                                   uint64_t{a.moe.experts_per_token} * 2 * a.moe.expert_intermediate_size});
   const uint64_t acts = rows * width * 8 * (sizeof(double) + sizeof(float));
   const uint64_t kv = rows * a.num_layers * a.num_key_value_heads * a.head_dim * 2 * sizeof(double);
   const uint64_t logits = logit_rows * s.head.rows * (2 * sizeof(double) + 2 * sizeof(float));
