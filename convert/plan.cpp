@@ -41,6 +41,13 @@ std::optional<DType> parse_type_name(std::string_view name) {
   return std::nullopt;
 }
 
+// The layout a Q4_K tensor gets: the option's, except stacked experts (row_wise: the expert kernels read row
+// layouts).
+Layout q4k_layout(const PlanEntry& e, const PlanOptions& o) {
+  const bool experts = e.role == TensorRole::kFfnExpertsGateUp || e.role == TensorRole::kFfnExpertsDown;
+  return experts ? Layout::kRowWise : o.q4k_layout;
+}
+
 // The preset's choice for a 2-D tensor, with the reason.
 std::pair<DType, std::string> preset_choice(const PlanEntry& e, const PlanOptions& o) {
   const std::string p(preset_name(o.preset));
@@ -268,9 +275,8 @@ Result<std::vector<PlanEntry>> plan_tensors(const std::vector<PlanInput>& inputs
         // llama.cpp's rule for rows whose length K is not a multiple of 256 (a K-quant row would be padded to
         // whole 256-value blocks): it falls back to Q5_0 / Q8_0 there, rdrr (which encodes no Q5_0) to Q8_0.
         // Only where blocks run along K: column_wise Q4_K blocks run along N and need no fallback.
-        const bool experts = e.role == TensorRole::kFfnExpertsGateUp || e.role == TensorRole::kFfnExpertsDown;
-        const bool along_k = e.dtype == DType::kQ6_K ||
-                             (e.dtype == DType::kQ4_K && (experts || options.q4k_layout != Layout::kColumnWise));
+        const bool along_k =
+            e.dtype == DType::kQ6_K || (e.dtype == DType::kQ4_K && q4k_layout(e, options) != Layout::kColumnWise);
         if (along_k && in.shape[1] % 256 != 0) {
           e.reason = std::string(quant::dtype_name(e.dtype)) + " -> Q8_0: K " + std::to_string(in.shape[1]) +
                      " is not a multiple of 256, as llama.cpp's fallback (" + e.reason + ")";
@@ -292,8 +298,7 @@ Result<std::vector<PlanEntry>> plan_tensors(const std::vector<PlanInput>& inputs
       break;
     }
     if (quant::is_block_quantized(e.dtype)) {
-      const bool experts = e.role == TensorRole::kFfnExpertsGateUp || e.role == TensorRole::kFfnExpertsDown;
-      e.layout = e.dtype == DType::kQ4_K && !experts ? options.q4k_layout : Layout::kRowWise;
+      e.layout = e.dtype == DType::kQ4_K ? q4k_layout(e, options) : Layout::kRowWise;
     }
     e.size_bytes = planned_size_bytes(e.dtype, e.layout, e.shape);
     plan.push_back(std::move(e));

@@ -211,7 +211,7 @@ std::string weight_text(const OpInfo& o) {
     }
     case WeightKind::kMatmul: return "matmul";
     case WeightKind::kEmbedding: return "embedding";
-    case WeightKind::kExpertsIn: return "stacked experts `[E x out, in]`";
+    case WeightKind::kExpertsIn:
     case WeightKind::kExpertsOut: return "stacked experts `[E x out, in]`";
   }
   return "?";

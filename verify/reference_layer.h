@@ -61,6 +61,10 @@ struct BatchSegment {
 using ApplyLinear = std::function<Matrix(LayerLinear which, const Matrix& x)>;
 // y = W_e x for expert e's map `which` (kGate, kUp or kDown); x holds the rows routed to e.
 using ApplyExpert = std::function<Matrix(LayerLinear which, uint32_t expert, const Matrix& x)>;
+// The index of an expert's map `which` in its {gate, up, down} triple.
+inline size_t expert_slot(LayerLinear which) {
+  return which == LayerLinear::kGate ? 0 : which == LayerLinear::kUp ? 1 : 2;
+}
 // Sees every linear input of the batch (calibration statistics); may be empty.
 using ObserveLinearInput = std::function<void(LinearInput which, const Matrix& x)>;
 

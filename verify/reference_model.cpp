@@ -26,8 +26,7 @@ void ReferenceModel::run_layer(const Layer& layer, Matrix& h, size_t index, KvCa
     return linear(x, layer.linears[static_cast<size_t>(which)]);
   };
   const ApplyExpert expert = [&layer](LayerLinear which, uint32_t e, const Matrix& x) {
-    const size_t j = which == LayerLinear::kGate ? 0 : which == LayerLinear::kUp ? 1 : 2;
-    return linear(x, layer.experts[e][j]);
+    return linear(x, layer.experts[e][expert_slot(which)]);
   };
   ObserveLinearInput observe;
   if (observer != nullptr) {

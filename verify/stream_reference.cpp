@@ -180,17 +180,17 @@ Result<Matrix> embed_tokens(const StreamingReference::State& s, std::span<const 
 Status run_layer(const StreamingReference::State& s, size_t layer, Matrix& h, std::span<const BatchSegment> segments,
                  const ObserveLinearInput& observe) {
   Status failure = Status::Ok();
-  const auto apply = [&](LayerLinear, const Matrix& x, const LinearSource& src) {
+  const auto apply = [&](const Matrix& x, const LinearSource& src) {
     Result<Matrix> y = failure.ok() ? apply_linear(s, src, x) : Result<Matrix>(failure);
     if (y.ok()) return std::move(*y);
     if (failure.ok()) failure = y.status();
     return Matrix(x.rows, src.rows);
   };
   const ApplyExpert expert = [&](LayerLinear which, uint32_t e, const Matrix& x) {
-    return apply(which, x, s.experts[layer][e][which == LayerLinear::kGate ? 0 : which == LayerLinear::kUp ? 1 : 2]);
+    return apply(x, s.experts[layer][e][expert_slot(which)]);
   };
   run_decoder_layer(s.config, s.params[layer], [&](LayerLinear which, const Matrix& x) {
-    return apply(which, x, s.linears[layer][static_cast<size_t>(which)]);
+    return apply(x, s.linears[layer][static_cast<size_t>(which)]);
   }, h, segments, observe, expert);
   return failure.context("layer " + std::to_string(layer));
 }
