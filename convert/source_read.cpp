@@ -8,6 +8,8 @@
 
 #include "convert/source.h"
 #include "quant/layout.h"
+#include "quant/uninitialized.h"
+#include "rdrr/mapped_file.h"
 
 namespace rdrr::convert {
 namespace {
@@ -24,10 +26,29 @@ Status check_range(const StoredMatrix& m, int64_t r0, int64_t r1, uint64_t out_e
   return Status::Ok();
 }
 
+// Stored bytes read per piece: small enough that a piece is still in cache when it is decoded.
+constexpr uint64_t kReadPieceBytes = uint64_t{256} << 10;
+
+// Rows [r0, r1) decoded to f32: read from the file (copy_mapped_bytes) a piece of whole rows at a time into a
+// buffer of this call (not per thread: the decode's parallel loop may run another read on this thread while it
+// waits), then decoded (f32 rows are read straight into dst).
 Status decode_rows(const StoredMatrix& m, int64_t r0, int64_t r1, std::span<float> dst) {
-  const std::span<const std::byte> src =
-      m.bytes.subspan(static_cast<uint64_t>(r0) * m.row_bytes, static_cast<uint64_t>(r1 - r0) * m.row_bytes);
-  return quant::dequantize_ggml_blocks(m.type, src, dst).context("tensor " + m.name);
+  const auto rows = static_cast<uint64_t>(r1 - r0), cols = static_cast<uint64_t>(m.cols);
+  const std::span<const std::byte> src = m.bytes.subspan(static_cast<uint64_t>(r0) * m.row_bytes, rows * m.row_bytes);
+  if (m.type == quant::GgmlBlockType::kF32 && dst.size() == rows * cols) {
+    const Status st = copy_mapped_bytes(src, std::as_writable_bytes(dst));
+    return st.ok() ? st : st.context("tensor " + m.name);
+  }
+  quant::UninitVector<std::byte> piece;
+  const uint64_t per = std::max<uint64_t>(1, kReadPieceBytes / m.row_bytes);
+  for (uint64_t r = 0; r < rows; r += per) {
+    const uint64_t n = std::min(per, rows - r);
+    piece.resize(n * m.row_bytes);
+    Status st = copy_mapped_bytes(src.subspan(r * m.row_bytes, n * m.row_bytes), piece);
+    if (st.ok()) st = quant::dequantize_ggml_blocks(m.type, piece, dst.subspan(r * cols, n * cols));
+    if (!st.ok()) return st.context("tensor " + m.name);
+  }
+  return Status::Ok();
 }
 
 // Stored rows [s0, s1) that hold output rows [r0, r1) (whole heads when permuted).
@@ -103,13 +124,14 @@ Status copy_raw_rows(const SourcePart& p, int64_t r0, int64_t r1, std::span<std:
   const StoredMatrix& m = p.stored;
   RDRR_RETURN_IF_ERROR(check_range(m, r0, r1, out.size(), m.row_bytes));
   if (m.permute_heads == 0) {
-    std::memcpy(out.data(), m.bytes.data() + static_cast<uint64_t>(r0) * m.row_bytes, out.size());
-    return Status::Ok();
+    const Status st = copy_mapped_bytes(m.bytes.subspan(static_cast<uint64_t>(r0) * m.row_bytes, out.size()), out);
+    return st.ok() ? st : st.context("tensor " + m.name);
   }
   for (int64_t r = r0; r < r1; ++r) {
     const auto s = static_cast<uint64_t>(permuted_source_row(r, m.rows, m.permute_heads));
-    std::memcpy(out.data() + static_cast<uint64_t>(r - r0) * m.row_bytes, m.bytes.data() + s * m.row_bytes,
-                m.row_bytes);
+    const Status st = copy_mapped_bytes(m.bytes.subspan(s * m.row_bytes, m.row_bytes),
+                                        out.subspan(static_cast<uint64_t>(r - r0) * m.row_bytes, m.row_bytes));
+    if (!st.ok()) return st.context("tensor " + m.name);
   }
   return Status::Ok();
 }

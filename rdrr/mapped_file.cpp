@@ -7,6 +7,10 @@
 
 #include <cerrno>
 #include <cstring>
+#include <map>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
 #include <utility>
 
 namespace rdrr {
@@ -33,6 +37,63 @@ void page_range(uint64_t offset, uint64_t len, uint64_t size, bool grow, uint64_
   *end = e;
 }
 
+// Every live mapping by its first byte: end, file descriptor and path (copy_mapped_bytes finds a span's file).
+struct Mapping {
+  uintptr_t end = 0;
+  int fd = -1;
+  std::string path;
+};
+
+class MappingRegistry {
+ public:
+  void add(const void* data, uint64_t size, int fd, std::string path) {
+    const std::unique_lock lock(mu_);
+    const auto b = reinterpret_cast<uintptr_t>(data);
+    by_begin_[b] = {b + size, fd, std::move(path)};
+  }
+  void remove(const void* data) {
+    const std::unique_lock lock(mu_);
+    by_begin_.erase(reinterpret_cast<uintptr_t>(data));
+  }
+  // The mapping holding [p, p + n), if any: its descriptor, path and the offset of p.
+  bool find(const std::byte* p, uint64_t n, int* fd, uint64_t* offset, std::string* path) const {
+    const auto a = reinterpret_cast<uintptr_t>(p);
+    const std::shared_lock lock(mu_);
+    auto it = by_begin_.upper_bound(a);
+    if (it == by_begin_.begin()) return false;
+    --it;
+    if (a + n > it->second.end) return false;
+    *fd = it->second.fd;
+    *offset = a - it->first;
+    *path = it->second.path;
+    return true;
+  }
+
+ private:
+  mutable std::shared_mutex mu_;
+  std::map<uintptr_t, Mapping> by_begin_;
+};
+
+MappingRegistry& registry() {
+  static MappingRegistry r;
+  return r;
+}
+
+Status pread_all(int fd, uint64_t offset, std::span<std::byte> out, const std::string& path) {
+  size_t done = 0;
+  while (done < out.size()) {
+    const ssize_t n = ::pread(fd, out.data() + done, out.size() - done, static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const std::string why = n == 0 ? "end of file (the file shrank after it was opened)" : std::strerror(errno);
+      return error(StatusCode::kIo, path + ": read of " + std::to_string(out.size()) + " bytes at offset " +
+                                        std::to_string(offset) + " failed: " + why);
+    }
+    done += static_cast<size_t>(n);
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 MappedFile::~MappedFile() { reset(); }
@@ -40,6 +101,7 @@ MappedFile::~MappedFile() { reset(); }
 MappedFile::MappedFile(MappedFile&& other) noexcept
     : data_(std::exchange(other.data_, nullptr)),
       size_bytes_(std::exchange(other.size_bytes_, 0)),
+      fd_(std::exchange(other.fd_, -1)),
       path_(std::move(other.path_)) {}
 
 MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
@@ -47,15 +109,21 @@ MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
     reset();
     data_ = std::exchange(other.data_, nullptr);
     size_bytes_ = std::exchange(other.size_bytes_, 0);
+    fd_ = std::exchange(other.fd_, -1);
     path_ = std::move(other.path_);
   }
   return *this;
 }
 
 void MappedFile::reset() {
-  if (data_ != nullptr) munmap(data_, size_bytes_);
+  if (data_ != nullptr) {
+    registry().remove(data_);
+    munmap(data_, size_bytes_);
+  }
+  if (fd_ >= 0) ::close(fd_);
   data_ = nullptr;
   size_bytes_ = 0;
+  fd_ = -1;
 }
 
 Result<MappedFile> MappedFile::open(const std::filesystem::path& path) {
@@ -82,9 +150,38 @@ Result<MappedFile> MappedFile::open(const std::filesystem::path& path) {
       return error(StatusCode::kIo, path.string() + ": mmap failed: " + std::strerror(err));
     }
     file.data_ = p;
+    file.fd_ = fd;
+    registry().add(p, file.size_bytes_, fd, path.string());
+    return file;
   }
   ::close(fd);
   return file;
+}
+
+Status MappedFile::read(uint64_t offset_bytes, std::span<std::byte> out) const {
+  if (offset_bytes > size_bytes_ || out.size() > size_bytes_ - offset_bytes) {
+    return error(StatusCode::kInvalidArgument, path_.string() + ": read of " + std::to_string(out.size()) +
+                                                   " bytes at offset " + std::to_string(offset_bytes) + " beyond its " +
+                                                   std::to_string(size_bytes_) + " bytes");
+  }
+  if (out.empty()) return Status::Ok();
+  return pread_all(fd_, offset_bytes, out, path_.string());
+}
+
+Status copy_mapped_bytes(std::span<const std::byte> src, std::span<std::byte> dst) {
+  if (src.size() != dst.size()) {
+    return error(StatusCode::kInvalidArgument, "copy_mapped_bytes: " + std::to_string(src.size()) + " bytes into " +
+                                                   std::to_string(dst.size()));
+  }
+  if (src.empty()) return Status::Ok();
+  int fd = -1;
+  uint64_t offset = 0;
+  std::string path;
+  if (src.size() < kFileReadMinBytes || !registry().find(src.data(), src.size(), &fd, &offset, &path)) {
+    std::memcpy(dst.data(), src.data(), src.size());
+    return Status::Ok();
+  }
+  return pread_all(fd, offset, dst, path);
 }
 
 void MappedFile::release(uint64_t offset_bytes, uint64_t length_bytes) const {

@@ -7,6 +7,7 @@
 
 #include "quant/f16.h"
 #include "quant/layout.h"
+#include "rdrr/mapped_file.h"
 
 namespace rdrr {
 
@@ -182,9 +183,7 @@ Status decode_tensor_rows_f32(const TensorEntry& entry, std::span<const std::byt
                               uint64_t rows, std::span<float> out, std::vector<uint8_t>* scratch) {
   RDRR_RETURN_IF_ERROR(check_tensor_bytes(entry, bytes, "tensor " + entry.name));
   RDRR_ASSIGN_OR_RETURN(const std::vector<TensorByteRange> ranges, tensor_row_byte_ranges(entry, row_begin, rows));
-  if (ranges.size() == 1) {
-    return decode_packed_rows_f32(entry, bytes.subspan(ranges[0].offset, ranges[0].size), row_begin, rows, out);
-  }
+  // The ranges are copied out first (from the file where `bytes` is a mapping: copy_mapped_bytes), then decoded.
   std::vector<uint8_t> local;
   std::vector<uint8_t>& packed = scratch != nullptr ? *scratch : local;
   uint64_t total = 0;
@@ -192,7 +191,9 @@ Status decode_tensor_rows_f32(const TensorEntry& entry, std::span<const std::byt
   packed.resize(total);
   uint64_t pos = 0;
   for (const TensorByteRange& r : ranges) {
-    std::memcpy(packed.data() + pos, bytes.data() + r.offset, r.size);
+    const Status st = copy_mapped_bytes(bytes.subspan(r.offset, r.size),
+                                        std::as_writable_bytes(std::span(packed)).subspan(pos, r.size));
+    if (!st.ok()) return st.context("tensor " + entry.name);
     pos += r.size;
   }
   return decode_packed_rows_f32(entry, std::as_bytes(std::span(packed)), row_begin, rows, out);

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "convert/tensor_view.h"
+#include "rdrr/mapped_file.h"
 #include "rdrr/tensor_decode.h"
 
 namespace rdrr::verify {
@@ -114,7 +115,7 @@ class PackWeights final : public ReferenceWeights {
     for (const auto& sp : spans) {
       const uint64_t lo = std::max(r.offset + done, pos), hi = std::min(r.offset + r.size, pos + sp.size());
       if (lo < hi) {
-        std::memcpy(dst + (lo - r.offset), sp.data() + (lo - pos), hi - lo);
+        RDRR_RETURN_IF_ERROR(copy_mapped_bytes(sp.subspan(lo - pos, hi - lo), {dst + (lo - r.offset), hi - lo}));
         done = hi - r.offset;
       }
       pos += sp.size();
