@@ -5,7 +5,8 @@
 //     measured memory bandwidth that every other row is compared with (%copy);
 //   - gemv: every dtype / layout at the decode shapes N x K (outputs x inputs); bytes = packed weight bytes
 //     (x and y are negligible), GB/s = bytes / median time;
-//   - attention: decode (one query) at several KV lengths, bytes = K + V cache bytes read.
+//   - attention: decode (one query) at several KV lengths, bytes = K + V cache bytes read; prefill (shape Pn: n
+//     tokens from position 0, causal) with attention_prefill.comp and the tiled attention.comp.
 // Times are GPU timestamps (runtime/recorder.h): each batch records R calls, each on its own copy of the
 // weights (rotating through a pool larger than the L2 cache, so every call streams from device memory),
 // all writing the same output, so consecutive calls are serialized by barriers like dependent decode ops;
@@ -277,6 +278,44 @@ struct Bench {
     table.add(row, *us);
   }
 
+  // Prefill attention of n_q tokens from position 0 (causal), Llama-3-8B heads; prefill = AttentionTuning::prefill
+  // (0: attention_prefill.comp, 1: the tiled attention.comp). bytes = the K + V cache bytes of the n_q positions.
+  void attention_prefill(uint32_t n_q, uint32_t prefill) {
+    constexpr uint32_t kHeads = 32, kKvHeads = 8, kHeadDim = 128;
+    Row row;
+    row.op = "attention";
+    row.dtype = "F16";
+    row.layout = "kv";
+    row.shape = "P" + std::to_string(n_q);
+    row.variant = prefill == 1 ? "h32/kv8/d128 tiled" : "h32/kv8/d128 prefill";
+    if (!table.selected(row, opt.filter)) return;
+    const uint64_t kv_bytes = runtime::kv_layer_bytes(DType::kF16, kKvHeads, kHeadDim, n_q);
+    row.bytes = 2 * kv_bytes;
+    const uint64_t qo_bytes = uint64_t{n_q} * kHeads * kHeadDim * 4;
+    Result<runtime::Buffer> qb = dev.allocate(qo_bytes, "q");
+    Result<runtime::Buffer> ob = dev.allocate(qo_bytes, "out");
+    if (!qb.ok() || !ob.ok() || 2 * kv_bytes > pool.range().size) return table.fail(row, "allocation failed");
+    const std::vector<float> q = random_floats(static_cast<uint32_t>(qo_bytes / 4));
+    Status st = dev.upload(qb->range(), std::as_bytes(std::span(q)));
+    if (!st.ok()) return table.fail(row, st.to_string());
+    Result<Timing> us = time_rotating(rec, plain, 4, opt.iters, [&](Recorder& r, uint32_t) {
+      runtime::AttentionArgs a;
+      a.q = qb->range();
+      a.kv = {pool.range().sub(0, kv_bytes), pool.range().sub(kv_bytes, kv_bytes), DType::kF16, kKvHeads, kHeadDim,
+              n_q};
+      a.out = ob->range();
+      a.n_q = n_q;
+      a.n_heads = kHeads;
+      a.p0 = 0;
+      a.scale = 1.0f / std::sqrt(float{kHeadDim});
+      a.tuning.prefill = prefill;
+      return runtime::record_attention(r, a);
+    });
+    if (!us.ok()) return table.fail(row, us.status().to_string());
+    row.copies = 4;
+    table.add(row, *us);
+  }
+
   void attention(uint32_t len, uint32_t decode = 0, uint32_t splits = 0) {
     constexpr uint32_t kHeads = 32, kKvHeads = 8, kHeadDim = 128;  // Llama-3-8B-like decode
     Row row;
@@ -545,6 +584,10 @@ int run(const Options& opt) {
   const std::vector<uint32_t> lens =
       opt.quick ? std::vector<uint32_t>{256, 1024} : std::vector<uint32_t>{512, 2048, 8192, 32768};
   for (uint32_t len : lens) b.attention(len);
+  for (uint32_t n_q : opt.quick ? std::vector<uint32_t>{64} : std::vector<uint32_t>{512, 2048}) {
+    b.attention_prefill(n_q, 0);
+    b.attention_prefill(n_q, 1);
+  }
   if (opt.tune) {
     for (uint32_t len : lens) b.attention(len, 1);  // the tiled (prefill) kernel on one query
     for (uint32_t splits : {8u, 16u, 64u}) {

@@ -39,6 +39,8 @@ struct AttnCase {
   uint32_t n_splits;     // 0 = automatic (scratch given)
   uint32_t local_size;   // 0 = default tile
   uint32_t decode = 0;   // AttentionTuning::decode: 0 auto (n_q = 1: attention_decode.comp), 1 tiled, 2 decode
+  uint32_t prefill = 0;  // AttentionTuning::prefill: 0 auto (n_q > 1: attention_prefill.comp), 1 tiled, 2 prefill
+  uint32_t positions = 0;  // AttentionTuning::prefill_positions
 };
 
 void PrintTo(const AttnCase& c, std::ostream* os) { *os << c.name; }
@@ -134,6 +136,8 @@ TEST_P(AttentionTest, MatchesDoubleReference) {
   a.tuning.n_splits = c.n_splits;
   a.tuning.local_size_x = c.local_size;
   a.tuning.decode = c.decode;
+  a.tuning.prefill = c.prefill;
+  a.tuning.prefill_positions = c.positions;
   const Status s = runtime::record_attention(rec(), a, "attn");
   ASSERT_TRUE(s.ok()) << s.to_string();
   const uint32_t dispatches = rec().dispatch_count();
@@ -268,6 +272,19 @@ const AttnCase kCases[] = {
     {"decode_kernel_hd80_window_softcap_f16", DType::kF16, 4, 1, 80, 1500, 1, 333, 5.0f, 6.0f, 5, 0, 2},
     {"decode_kernel_short_split3_f16", DType::kF16, 2, 2, 64, 70, 1, 0, 0.0f, 4.0f, 3, 32, 2},
     {"decode_kernel_wg32_split2_f32", DType::kF32, 4, 2, 64, 200, 1, 0, 0.0f, 4.0f, 2, 32, 2},
+    // The prefill cases above run attention_prefill.comp (auto); the tiled kernel forced for two of them, and
+    // attention_prefill.comp on: head sizes whose vectors are not a multiple of the 4 lanes (48, 80, 20), every
+    // workgroup size and tile length, rows not filling the last workgroup, a chunk after cached positions (p0 > 0,
+    // so tiles start past 0), windows shorter than a tile, GQA 1 / 2 / 4 / 8 and head_dim 256.
+    {"prefill_tiled_mha_f32", DType::kF32, 4, 4, 64, 37, 37, 0, 0.0f, 3.0f, 0, 0, 0, 1},
+    {"prefill_tiled_chunk_softcap_f16", DType::kF16, 6, 3, 80, 150, 20, 64, 2.0f, 8.0f, 0, 32, 0, 1},
+    {"prefill_kernel_hd48_gqa3_f16", DType::kF16, 6, 2, 48, 97, 97, 0, 0.0f, 4.0f, 0, 0, 0, 2},
+    {"prefill_kernel_hd20_wg32_p4_f32", DType::kF32, 2, 1, 20, 33, 33, 0, 0.0f, 3.0f, 0, 32, 0, 2, 4},
+    {"prefill_kernel_hd80_chunk_window5_f16", DType::kF16, 4, 2, 80, 300, 45, 5, 0.0f, 6.0f, 0, 64, 0, 2, 8},
+    {"prefill_kernel_hd64_gqa4_wg128_p32_f16", DType::kF16, 32, 8, 64, 130, 130, 0, 0.0f, 4.0f, 0, 128, 0, 2, 32},
+    {"prefill_kernel_hd128_gqa8_chunk_softcap_f32", DType::kF32, 8, 1, 128, 400, 77, 0, 30.0f, 8.0f, 0, 0, 0, 2},
+    {"prefill_kernel_hd256_gqa2_window_f16", DType::kF16, 4, 2, 256, 90, 90, 40, 0.0f, 4.0f, 0, 0, 0, 2},
+    {"prefill_kernel_two_tokens_f16", DType::kF16, 8, 8, 64, 2, 2, 0, 0.0f, 2.0f, 0, 0, 0, 2},
 };
 INSTANTIATE_TEST_SUITE_P(Cases, AttentionTest, ::testing::ValuesIn(kCases), case_name);
 
@@ -389,6 +406,30 @@ TEST_F(KvAppendTest, ErrorsNameTheBadField) {
   s = runtime::record_attention(rec(), at, "blk.3");
   EXPECT_EQ(s.code(), StatusCode::kUnsupported);
   EXPECT_NE(s.message().find("more than 16 subgroups per workgroup (local_size_x 1024)"), std::string::npos)
+      << s.message();
+  // The prefill kernel forced where it cannot run names the condition.
+  at.tuning = {};
+  at.n_q = 2;
+  at.tuning.prefill = 2;
+  at.tuning.n_splits = 2;
+  s = runtime::record_attention(rec(), at, "blk.3");
+  EXPECT_EQ(s.code(), StatusCode::kUnsupported);
+  EXPECT_NE(s.message().find("attention_prefill cannot run: an explicit split (2)"), std::string::npos) << s.message();
+  at.tuning.n_splits = 0;
+  at.tuning.prefill_positions = 6;
+  s = runtime::record_attention(rec(), at, "blk.3");
+  EXPECT_EQ(s.code(), StatusCode::kUnsupported);
+  EXPECT_NE(s.message().find("attention_prefill cannot run: local_size_x / prefill_positions not multiples of 4"),
+            std::string::npos)
+      << s.message();
+  at.tuning.prefill_positions = 0;
+  auto hd6 = runtime::KvCache::create(dev(), {1, 2, 6, 16, DType::kF16}, "hd6");
+  ASSERT_TRUE(hd6.ok());
+  at.kv = hd6->layer(0);
+  s = runtime::record_attention(rec(), at, "blk.3");
+  EXPECT_EQ(s.code(), StatusCode::kUnsupported);
+  EXPECT_NE(s.message().find("attention_prefill cannot run: head_dim 6 is not a multiple of 4 up to 256"),
+            std::string::npos)
       << s.message();
   auto bad = runtime::KvCache::create(dev(), {1, 2, 7, 16, DType::kF16}, "odd");
   EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);

@@ -18,11 +18,11 @@ struct Related {
 constexpr std::string_view kColSplit[] = {"gemv_reduce"};
 // The integer-dot kernel the runtime runs where packed 8-bit dot products are native (device_gemv_kernel).
 constexpr std::string_view kQ4KVec[] = {"gemv_q4_k_dot"};
-// Split-K partials and their merge; the decode (one query) kernels the runtime runs where they apply.
+// Split-K partials and their merge; the decode (one query) and prefill kernels the runtime runs where they apply.
 constexpr std::string_view kAttnF16[] = {"attention_split_f16", "attn_merge", "attention_decode_f16",
-                                         "attention_decode_split_f16"};
+                                         "attention_decode_split_f16", "attention_prefill_f16"};
 constexpr std::string_view kAttnF32[] = {"attention_split_f32", "attn_merge", "attention_decode_f32",
-                                         "attention_decode_split_f32"};
+                                         "attention_decode_split_f32", "attention_prefill_f32"};
 constexpr std::string_view kSampleThreshold[] = {"sample_partial", "sample_final"};
 constexpr std::string_view kSamplePartial[] = {"sample_threshold", "sample_final"};
 constexpr std::string_view kSampleFinal[] = {"sample_threshold", "sample_partial"};
@@ -51,8 +51,12 @@ constexpr std::string_view kCoopmatWhen =
     "passes of more than 32 rows where the device has VK_NV_cooperative_matrix (f16 16x16x16, subgroups of 32)";
 constexpr DeviceChoice kDotChoice[] = {
     {"gemv_q4_k_dot", "K >= 8192 where the device's packed 8-bit integer dot products are native"}};
-constexpr DeviceChoice kAttnF16Choice[] = {{"attention_decode_f16", "decode (one query), head_dim a multiple of 8 up to 256"}};
-constexpr DeviceChoice kAttnF32Choice[] = {{"attention_decode_f32", "decode (one query), head_dim a multiple of 4 up to 256"}};
+constexpr std::string_view kPrefillWhen =
+    "prefill (several queries), head_dim a multiple of 4 up to 256, where its tiles fit the shared memory";
+constexpr DeviceChoice kAttnF16Choice[] = {{"attention_decode_f16", "decode (one query), head_dim a multiple of 8 up to 256"},
+                                           {"attention_prefill_f16", kPrefillWhen}};
+constexpr DeviceChoice kAttnF32Choice[] = {{"attention_decode_f32", "decode (one query), head_dim a multiple of 4 up to 256"},
+                                           {"attention_prefill_f32", kPrefillWhen}};
 // The companions a runtime runs in a pinned kernel's place (the variants' choices follow from kVariants).
 struct Choices {
   std::string_view kernel;

@@ -98,6 +98,11 @@ constexpr SpecInfo kGemvSplitSpec[] = {{0, "local_size_x", 8, SpecRole::kLocalSi
 constexpr SpecInfo kAttnDecodeSpec[] = {{0, "local_size_x", 128, SpecRole::kLocalSizeX},
                                         {1, "HEAD_DIM", 128, SpecRole::kTuning},
                                         {2, "PAIRS_PER_LANE", 2, SpecRole::kTuning}};
+// attention_prefill.comp: ROWS = local_size_x / 4 query rows, BK positions per tile (the runtime sizes both to
+// the device's shared memory).
+constexpr SpecInfo kAttnPrefillSpec[] = {{0, "local_size_x", 128, SpecRole::kLocalSizeX},
+                                         {1, "HEAD_DIM", 128, SpecRole::kTuning},
+                                         {2, "BK", 16, SpecRole::kTuning}};
 constexpr SpecInfo kGemvDotSpec[] = {{0, "local_size_x", 64, SpecRole::kLocalSizeX},
                                      {1, "local_size_y", 4, SpecRole::kLocalSizeY},
                                      {2, "NUM_ROWS", 4, SpecRole::kTuning},
@@ -132,6 +137,8 @@ constexpr std::string_view kRopeGrid = "ceil(n_tokens * n_heads * head_dim / 2 /
 constexpr std::string_view kEmbedGrid = "ceil(n_tokens * dim / local_size_x) workgroups, folded into x and y";
 constexpr std::string_view kKvGrid = "ceil(n_tokens * n_kv_heads * head_dim / 2 / local_size_x) workgroups, folded";
 constexpr std::string_view kAttnGrid = "n_q * n_heads * n_splits workgroups, folded into x and y";
+constexpr std::string_view kAttnPrefillGrid =
+    "n_kv_heads * ceil(n_q * n_heads / n_kv_heads / (local_size_x / 4)) workgroups, folded into x and y";
 constexpr std::string_view kOneGroup = "one workgroup";
 constexpr std::string_view kMoeGemvGrid = "ceil(n_rows / NUM_ROWS) * M * T workgroups, folded into x and y";
 constexpr std::string_view kMoeCombineGrid = "ceil(n_rows / NUM_ROWS) * M workgroups, folded into x and y";

@@ -1,4 +1,5 @@
-// record_kv_append, record_attention (kernels/kv_append.comp, attention.comp, attn_merge.comp).
+// record_kv_append, record_attention (kernels/kv_append.comp, attention.comp, attention_decode.comp,
+// attention_prefill.comp, attn_merge.comp).
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -119,6 +120,71 @@ Result<bool> use_decode_kernel(const DeviceCaps& caps, const AttentionArgs& a, c
   return false;
 }
 
+// attention_prefill.comp's workgroup size and positions per tile; its shared memory (the kernel's header).
+struct PrefillTile {
+  uint32_t threads = 0;
+  uint32_t positions = 0;
+};
+uint64_t prefill_shared_bytes(PrefillTile t, uint32_t head_dim) {
+  const uint64_t rows = t.threads / 4, hd = head_dim;
+  return 4 * (rows * (hd + 4) + uint64_t{t.positions} * (2 * hd + 4) + rows * (t.positions + 1) + 2 * t.threads);
+}
+// Largest first: more rows share each staged tile, longer tiles fewer barriers.
+constexpr PrefillTile kPrefillTiles[] = {{128, 32}, {128, 16}, {64, 16}, {128, 8}, {64, 8}, {32, 8}, {32, 4}};
+
+// Whether a call runs attention_prefill.comp, and its tile: several queries, no explicit split, head_dim a
+// multiple of 4 up to 256, q and out at 16-byte offsets (read and written as vectors), a tile that fits the
+// device's shared memory and workgroup size. AttentionTuning::prefill forces either kernel (forcing the prefill
+// kernel where it cannot run is an error naming the condition); local_size_x / prefill_positions fix the tile.
+Result<std::optional<PrefillTile>> prefill_tile(const DeviceCaps& caps, const AttentionArgs& a, const std::string& ctx) {
+  if (a.n_q == 1 || a.tuning.prefill == 1 || (a.tuning.prefill == 0 && a.tuning.decode == 2)) {
+    return std::optional<PrefillTile>();  // (the decode kernel forced: its own error below)
+  }
+  const uint32_t hd = a.kv.head_dim;
+  std::string why;
+  std::optional<PrefillTile> pick;
+  if (a.tuning.n_splits > 1) {
+    why = "an explicit split (" + std::to_string(a.tuning.n_splits) + ")";
+  } else if (hd % 4 != 0 || hd > 256) {
+    why = "head_dim " + std::to_string(hd) + " is not a multiple of 4 up to 256";
+  } else if (a.q.offset % 16 != 0 || a.out.offset % 16 != 0) {
+    why = "q or out offset is not a multiple of 16";
+  } else if (a.tuning.local_size_x % 4 != 0 || a.tuning.prefill_positions % 4 != 0) {
+    why = "local_size_x / prefill_positions not multiples of 4";
+  } else {
+    for (PrefillTile t : kPrefillTiles) {
+      if (a.tuning.local_size_x != 0) t.threads = a.tuning.local_size_x;
+      if (a.tuning.prefill_positions != 0) t.positions = a.tuning.prefill_positions;
+      if (t.threads <= caps.max_workgroup_invocations &&
+          prefill_shared_bytes(t, hd) <= caps.max_compute_shared_memory_bytes) {
+        pick = t;
+        break;
+      }
+    }
+    if (!pick) why = "no tile fits the shared memory (" + std::to_string(caps.max_compute_shared_memory_bytes) + " bytes)";
+  }
+  if (pick) return pick;
+  if (a.tuning.prefill == 2) return error(StatusCode::kUnsupported, ctx + ": attention_prefill cannot run: " + why);
+  return std::optional<PrefillTile>();
+}
+
+Status record_prefill(Recorder& rec, const AttentionArgs& a, PrefillTile tile, const std::string& ctx,
+                      std::string_view label) {
+  const std::vector<SpecValue> spec = {{0, tile.threads}, {1, a.kv.head_dim}, {2, tile.positions}};
+  RDRR_ASSIGN_OR_RETURN(const Pipeline* p, get_pipeline(rec, "attention_prefill_" + kv_name(a.kv), spec, ctx));
+  const uint64_t rows = uint64_t{a.n_q} * (a.n_heads / a.kv.n_kv_heads);
+  const uint64_t groups = uint64_t{a.kv.n_kv_heads} * ceil_div(rows, tile.threads / 4);
+  RDRR_ASSIGN_OR_RETURN(auto grid, fold_groups(rec, groups, ctx));
+  const struct {
+    uint32_t n_q, n_heads, n_kv_heads, head_dim, capacity, p0, window, n_splits, chunk_len;
+    float scale, softcap;
+    uint32_t n_groups;
+  } push{a.n_q, a.n_heads, a.kv.n_kv_heads, a.kv.head_dim, a.kv.capacity, a.p0, a.window, 1, a.kv.capacity,
+         a.scale, a.softcap, static_cast<uint32_t>(groups)};
+  const BufferRange bindings[] = {a.q, a.kv.k, a.kv.v, a.out};
+  return rec.dispatch(*p, bindings, push, grid, label);
+}
+
 // kv_append.comp ROPE: record_rope's checks (n_rot, check_rope_freqs, pos), then one dispatch.
 Status record_kv_append_rope(Recorder& rec, const KvAppendArgs& a, uint64_t src_bytes, const std::string& ctx,
                              std::string_view label) {
@@ -205,6 +271,8 @@ Status record_attention(Recorder& rec, const AttentionArgs& a, std::string_view 
   RDRR_RETURN_IF_ERROR(need_bytes(a.out, qo_bytes, "out", ctx));
   if (overlaps(a.q, a.out)) return error(StatusCode::kInvalidArgument, ctx + ": out overlaps q");
 
+  RDRR_ASSIGN_OR_RETURN(const std::optional<PrefillTile> prefill, prefill_tile(rec.device().caps(), a, ctx));
+  if (prefill) return record_prefill(rec, a, *prefill, ctx, label);
   std::vector<SpecValue> spec;
   if (a.tuning.local_size_x != 0) spec.push_back({0, a.tuning.local_size_x});
   const Result<bool> decode = use_decode_kernel(rec.device().caps(), a, ctx);

@@ -56,6 +56,10 @@ struct AttentionTuning {
   uint32_t local_size_x = 0;  // positions per tile = workgroup size; 0 = registry default
   uint32_t decode = 0;        // one query (n_q = 1): 0 auto (attention_decode.comp where it applies), 1 the tiled
                               // kernel (attention.comp), 2 attention_decode.comp (an error where it cannot run)
+  uint32_t prefill = 0;       // several queries: 0 auto (attention_prefill.comp where it applies: no explicit
+                              // split), 1 attention.comp, 2 attention_prefill.comp (an error where it cannot run);
+                              // its local_size_x is the workgroup size (4 invocations per query row)
+  uint32_t prefill_positions = 0;  // attention_prefill.comp's positions per tile (BK); 0 = the largest that fits
 };
 
 // out = softmax(scale * q K^T [soft-capped]) V for n_q queries at positions p0 .. p0 + n_q - 1, causal, GQA
