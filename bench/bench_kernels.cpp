@@ -55,6 +55,7 @@ struct Options {
   bool quick = false;
   bool tune = false;
   bool stats = false;  // print the driver's compiler statistics (registers, ...) of every pipeline used
+  std::vector<uint32_t> gemm_rows;  // --gemm-m: the GEMM rows (tokens) to run; empty = the default list
 };
 
 std::optional<Options> parse_args(int argc, char** argv) {
@@ -76,10 +77,17 @@ std::optional<Options> parse_args(int argc, char** argv) {
       o.tune = true;
     } else if (a == "--stats") {
       o.stats = true;
+    } else if (a == "--gemm-m" && has_value) {
+      const std::string list = argv[++i];
+      for (size_t p = 0; p < list.size();) {
+        const size_t q = std::min(list.find(',', p), list.size());
+        o.gemm_rows.push_back(static_cast<uint32_t>(std::stoul(list.substr(p, q - p))));
+        p = q + 1;
+      }
     } else {
       std::fprintf(stderr,
                    "usage: bench_kernels [--filter SUBSTR] [--json PATH] [--pool-mib N] [--iters N] [--quick] "
-                   "[--tune] [--stats]\n");
+                   "[--tune] [--stats] [--gemm-m M1,M2,...]\n");
       return std::nullopt;
     }
   }
@@ -534,12 +542,13 @@ int run(const Options& opt) {
     for (const Shape& s : shapes) b.gemv(s, c);
   }
   const std::vector<Shape> gemm_shapes =
-      opt.quick ? std::vector<Shape>{{256, 512}} : std::vector<Shape>{{4096, 4096}, {14336, 4096}};
+      opt.quick ? std::vector<Shape>{{256, 512}} : std::vector<Shape>{{4096, 4096}, {14336, 4096}, {4096, 14336}};
   for (const GemmCase& c : gemm_cases(opt.tune)) {
     for (const Shape& s : gemm_shapes) {
-      for (uint32_t m : opt.quick ? std::vector<uint32_t>{1, 16} : std::vector<uint32_t>{1, 16, 32, 64, 256, 512}) {
-        b.gemm(s, m, c);
-      }
+      const std::vector<uint32_t> rows = !opt.gemm_rows.empty() ? opt.gemm_rows
+                                         : opt.quick              ? std::vector<uint32_t>{1, 16}
+                                                                  : std::vector<uint32_t>{1, 16, 32, 64, 128, 256, 512};
+      for (uint32_t m : rows) b.gemm(s, m, c);
     }
   }
   const std::vector<uint32_t> lens =
