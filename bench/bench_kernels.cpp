@@ -56,6 +56,7 @@ struct Options {
   bool quick = false;
   bool tune = false;
   bool stats = false;  // print the driver's compiler statistics (registers, ...) of every pipeline used
+  std::vector<uint32_t> gemm_rows;  // --gemm-m: the GEMM rows (tokens) to run; empty = the default list
 };
 
 std::optional<Options> parse_args(int argc, char** argv) {
@@ -77,10 +78,17 @@ std::optional<Options> parse_args(int argc, char** argv) {
       o.tune = true;
     } else if (a == "--stats") {
       o.stats = true;
+    } else if (a == "--gemm-m" && has_value) {
+      const std::string list = argv[++i];
+      for (size_t p = 0; p < list.size();) {
+        const size_t q = std::min(list.find(',', p), list.size());
+        o.gemm_rows.push_back(static_cast<uint32_t>(std::stoul(list.substr(p, q - p))));
+        p = q + 1;
+      }
     } else {
       std::fprintf(stderr,
                    "usage: bench_kernels [--filter SUBSTR] [--json PATH] [--pool-mib N] [--iters N] [--quick] "
-                   "[--tune] [--stats]\n");
+                   "[--tune] [--stats] [--gemm-m M1,M2,...]\n");
       return std::nullopt;
     }
   }
@@ -446,9 +454,10 @@ std::string num_label(const char* a, uint32_t va) {
   return buf;
 }
 
-// Prefill matmuls: the registry tile (f32 products, and the cooperative-matrix kernels where the device has
-// them) and, with --tune, other tiles {local_size_x, local_size_y, RM, RN, TK, dbuf} (TM = local_size_y * RM
-// tokens, TN = local_size_x * RN outputs per workgroup).
+// Prefill matmuls: the automatic tile (f32 products, and the cooperative-matrix kernels where the device has
+// them) and, with --tune, other tiles {local_size_x, local_size_y, RM, RN, TK, dbuf, wn} (TM = local_size_y * RM
+// tokens, TN = local_size_x * RN outputs per workgroup; cooperative matrices: local_size_y subgroups of 32, wn
+// of them across N).
 std::vector<GemmCase> gemm_cases(bool tune) {
   std::vector<GemmCase> c = {{DType::kQ4_K, Layout::kRowWise, {}, ""},
                              {DType::kQ4_K, Layout::kColumnWise, {}, ""},
@@ -459,11 +468,18 @@ std::vector<GemmCase> gemm_cases(bool tune) {
                              {DType::kQ8_0, Layout::kRowWise, {}, "cm", true},
                              {DType::kF16, Layout::kRowWise, {}, "cm", true}};
   if (!tune) return c;
-  // Cooperative-matrix kernels: double buffering on (dbuf 2) / off (1), wider K tiles.
-  c.push_back({DType::kQ4_K, Layout::kRowWise, {0, 0, 0, 0, 0, 2}, "cm dbuf2", true});
-  c.push_back({DType::kQ4_K, Layout::kColumnWise, {0, 0, 0, 0, 0, 2}, "cm dbuf2", true});
-  c.push_back({DType::kF16, Layout::kRowWise, {0, 0, 0, 0, 0, 1}, "cm dbuf1", true});
-  c.push_back({DType::kQ4_K, Layout::kRowWise, {0, 0, 0, 0, 64, 0}, "cm tk64", true});
+  // Cooperative-matrix tiles {0, subgroups, RM, RN, TK, dbuf (1: one shared stage, 2: two), wn}: TM 64 / 128,
+  // TN 64 / 128, 4 / 8 subgroups, TK 32 / 64 (TK 64 with one stage: two exceed 48 KiB at TM 128 x TN 128).
+  const std::pair<GemmTuning, const char*> cm_tiles[] = {
+      {{0, 8, 16, 4, 64, 1, 2}, "cm 8sg tk64"},  {{0, 4, 16, 2, 32, 2, 2}, "cm tm64 tn64"},
+      {{0, 4, 32, 4, 32, 2, 2}, "cm 4sg"},       {{0, 8, 16, 4, 32, 2, 2}, "cm 8sg tk32"},
+      {{0, 8, 16, 4, 64, 1, 4}, "cm 8sg tk64 wn4"}, {{0, 4, 16, 4, 32, 2, 2}, "cm tm64"}};
+  for (const auto& [t, label] : cm_tiles) c.push_back({DType::kQ4_K, Layout::kRowWise, t, label, true});
+  for (size_t i : {0, 1, 2}) {
+    c.push_back({DType::kQ4_K, Layout::kColumnWise, cm_tiles[i].first, cm_tiles[i].second, true});
+    c.push_back({DType::kQ6_K, Layout::kRowWise, cm_tiles[i].first, cm_tiles[i].second, true});
+    c.push_back({DType::kF16, Layout::kRowWise, cm_tiles[i].first, cm_tiles[i].second, true});
+  }
   const GemmTuning tiles[] = {{16, 8, 4, 4, 32}, {16, 8, 8, 4, 32}, {32, 4, 8, 2, 32}, {16, 16, 4, 8, 32},
                               {32, 8, 4, 4, 32}, {16, 16, 8, 8, 32}};
   for (const GemmTuning& t : tiles) {
@@ -573,12 +589,13 @@ int run(const Options& opt) {
     for (const Shape& s : shapes) b.gemv(s, c);
   }
   const std::vector<Shape> gemm_shapes =
-      opt.quick ? std::vector<Shape>{{256, 512}} : std::vector<Shape>{{4096, 4096}, {14336, 4096}};
+      opt.quick ? std::vector<Shape>{{256, 512}} : std::vector<Shape>{{4096, 4096}, {14336, 4096}, {4096, 14336}};
   for (const GemmCase& c : gemm_cases(opt.tune)) {
     for (const Shape& s : gemm_shapes) {
-      for (uint32_t m : opt.quick ? std::vector<uint32_t>{1, 16} : std::vector<uint32_t>{1, 16, 32, 64, 256, 512}) {
-        b.gemm(s, m, c);
-      }
+      const std::vector<uint32_t> rows = !opt.gemm_rows.empty() ? opt.gemm_rows
+                                         : opt.quick              ? std::vector<uint32_t>{1, 16}
+                                                                  : std::vector<uint32_t>{1, 16, 32, 64, 128, 256, 512};
+      for (uint32_t m : rows) b.gemm(s, m, c);
     }
   }
   const std::vector<uint32_t> lens =

@@ -54,6 +54,7 @@ std::string case_text(const GemmCase& c) {
   if (c.tuning.rn) s += "_rn" + std::to_string(c.tuning.rn);
   if (c.tuning.tk) s += "_tk" + std::to_string(c.tuning.tk);
   if (c.tuning.dbuf) s += "_dbuf" + std::to_string(c.tuning.dbuf);
+  if (c.tuning.wn) s += "_wn" + std::to_string(c.tuning.wn);
   if (c.w_offset != 64) s += "_off" + std::to_string(c.w_offset);
   if (c.coopmat) s += "_cm";
   return s;
@@ -201,8 +202,12 @@ TEST_F(GemmSplitErrors, ActivationsBeyondOneBinding) {
 }
 // Cooperative-matrix GEMM (gemm.comp COOPMAT): x and the decoded weights rounded to f16 (relative error
 // <= 2^-11 each), products summed in f32, so NMSE ~1e-7 against the double reference; one wrong weight or
-// index still gives >= ~1e-5. Tile 64 x 128, TK 32: the cases are off the tile in M, N and K, several past
-// one tile.
+// index still gives >= ~1e-5. Registry tile TM 128 x TN 128 over 8 subgroups, TK 64, one shared stage; the
+// cases are off the tile in M, N and K (K tails inside a 16-value run and inside an 8-value X group, one and
+// two K steps), several past one tile, and cover the tiles record_gemm picks itself (TM 64 x TN 64 for short
+// passes, 4 subgroups of 64 x 64 for large grids) and others a tuning can run: TM 64, 2 / 4 / 8 subgroups,
+// 1 / 2 / 4 subgroups across N, TK 16 / 32 / 48 / 64, one and two shared stages; X rows not 16-byte aligned
+// (K % 4 != 0); F16 whole 16-byte vectors and not (K % 8, offset).
 constexpr double kGemmCoopmatNmse = 5e-6;
 
 class GemmCoopmatTest : public VulkanTest, public ::testing::WithParamInterface<GemmCase> {};
@@ -215,30 +220,90 @@ TEST_P(GemmCoopmatTest, MatchesDoubleReference) {
   EXPECT_EQ(o.dispatches, 1u);
 }
 
+// Tunings {local_size_x, local_size_y (subgroups), RM, RN, TK, dbuf (1: one shared stage, 2: two), wn}:
+// TM = local_size_y * RM, TN = 32 * RN.
+constexpr GemmTuning kCmSmall{0, 4, 16, 2, 32, 2, 2};   // record_gemm's short-pass tile: 32 x 32 per subgroup
+constexpr GemmTuning kCmWide{0, 4, 32, 4, 32, 2, 2};    // record_gemm's large-grid tile: 64 x 64 per subgroup
+constexpr GemmTuning kCmTm64{0, 4, 16, 4, 32, 2, 2};    // TM 64 x TN 128: 32 x 64 per subgroup
+constexpr GemmTuning kCm8SgTk32{0, 8, 16, 4, 32, 2, 2};  // the registry's subgroups, TK 32, two stages
+constexpr GemmTuning kCm8SgWn4{0, 8, 16, 4, 0, 0, 4};   // 8 subgroups of 64 x 32
+constexpr GemmTuning kCm2Sg{0, 2, 32, 4, 32, 2, 2};     // 2 subgroups side by side across N, 64 x 64 each
+constexpr GemmTuning kCmWn1{0, 4, 16, 2, 32, 2, 1};     // TM 64 x TN 64, 4 subgroups stacked along M
+constexpr GemmTuning kCm4SgOneStage{0, 4, 32, 4, 32, 1, 2};
+constexpr GemmTuning kCm4SgTk64{0, 4, 32, 4, 64, 1, 2};
+constexpr GemmTuning kCmTk16{0, 0, 0, 0, 16};
+constexpr GemmTuning kCmTk48{0, 0, 0, 0, 48};
+
 const GemmCase kCoopmatCases[] = {
-    {DType::kF16, Layout::kRowWise, 3, 37, 301, {}, 64, true},
-    {DType::kF16, Layout::kRowWise, 130, 200, 96, {}, 64, true},
+    {DType::kF16, Layout::kRowWise, 3, 37, 301, {}, 64, true},       // value by value (K % 8 != 0)
+    {DType::kF16, Layout::kRowWise, 130, 200, 96, {}, 64, true},     // 16-byte vectors
+    {DType::kF16, Layout::kRowWise, 70, 130, 96, {}, 66, true},      // offset not 16-byte aligned: value by value
+    {DType::kF16, Layout::kRowWise, 200, 300, 264, kCmWide, 64, true},
+    {DType::kF16, Layout::kRowWise, 70, 130, 200, kCmSmall, 64, true},
+    {DType::kF16, Layout::kRowWise, 150, 260, 296, kCm8SgTk32, 64, true},
     {DType::kQ8_0, Layout::kRowWise, 70, 130, 97, {}, 64, true},
     {DType::kQ8_0, Layout::kFlat, 3, 13, 45, {}, 64, true},
+    {DType::kQ8_0, Layout::kRowWise, 70, 130, 97, kCmTk48, 64, true},
+    {DType::kQ8_0, Layout::kRowWise, 70, 130, 97, kCmSmall, 64, true},
     {DType::kQ6_K, Layout::kRowWise, 65, 130, 300, {}, 64, true},
     {DType::kQ6_K, Layout::kFlat, 17, 9, 512, {}, 64, true},
+    {DType::kQ6_K, Layout::kRowWise, 150, 260, 768, kCmWide, 64, true},
+    {DType::kQ6_K, Layout::kRowWise, 70, 130, 600, kCmSmall, 64, true},
+    {DType::kQ6_K, Layout::kRowWise, 70, 130, 600, kCm4SgTk64, 64, true},
     {DType::kQ4_K, Layout::kRowWise, 1, 21, 513, {}, 64, true},
     {DType::kQ4_K, Layout::kRowWise, 129, 257, 512, {}, 64, true},
+    {DType::kQ4_K, Layout::kRowWise, 300, 300, 1024, {}, 64, true},  // 3 x 3 tiles, 16 K steps
+    {DType::kQ4_K, Layout::kRowWise, 70, 130, 20, {}, 64, true},     // one K step
+    {DType::kQ4_K, Layout::kRowWise, 70, 130, 100, {}, 64, true},    // two
     {DType::kQ4_K, Layout::kFlat, 64, 5, 99, {}, 64, true},
-    {DType::kQ4_K, Layout::kRowWise, 17, 21, 257, {}, 68, true},  // blocks not 16-byte aligned: generic decode
+    {DType::kQ4_K, Layout::kRowWise, 17, 21, 257, {}, 68, true},  // blocks not 16-byte aligned: value by value
     {DType::kQ4_K, Layout::kColumnWise, 3, 257, 65, {}, 64, true},
     {DType::kQ4_K, Layout::kColumnWise, 70, 300, 40, {}, 64, true},
     {DType::kQ4_K, Layout::kColumnWise, 200, 512, 256, {}, 64, true},
-    {DType::kQ4_K, Layout::kRowWise, 70, 130, 600, {0, 0, 0, 0, 64}, 64, true},  // wider K tiles
-    {DType::kQ4_K, Layout::kRowWise, 70, 130, 512, {0, 0, 0, 0, 32, 2}, 64, true},  // double-buffered
-    {DType::kQ6_K, Layout::kRowWise, 70, 130, 600, {0, 0, 0, 0, 64}, 64, true},
-    {DType::kQ4_K, Layout::kColumnWise, 70, 300, 130, {0, 0, 0, 0, 64}, 64, true},
-    {DType::kQ8_0, Layout::kRowWise, 70, 130, 97, {0, 0, 0, 0, 48}, 64, true},  // generic decode
+    {DType::kQ4_K, Layout::kColumnWise, 150, 300, 130, kCm8SgWn4, 64, true},
+    {DType::kQ4_K, Layout::kColumnWise, 150, 300, 99, kCmWide, 64, true},
+    {DType::kQ4_K, Layout::kColumnWise, 70, 300, 130, kCmSmall, 64, true},
+    {DType::kQ4_K, Layout::kColumnWise, 70, 300, 77, kCmTm64, 68, true},  // not 16-byte aligned: value by value
+    {DType::kQ4_K, Layout::kRowWise, 70, 130, 600, kCmTk16, 64, true},
+    {DType::kQ4_K, Layout::kRowWise, 70, 130, 600, kCm4SgTk64, 64, true},
+    {DType::kQ4_K, Layout::kRowWise, 70, 130, 512, kCm4SgOneStage, 64, true},
+    {DType::kQ4_K, Layout::kRowWise, 70, 130, 512, kCmTm64, 64, true},
+    {DType::kQ4_K, Layout::kRowWise, 70, 130, 600, kCmSmall, 64, true},
+    {DType::kQ4_K, Layout::kRowWise, 130, 260, 1024, kCmWide, 64, true},
+    {DType::kQ4_K, Layout::kRowWise, 70, 130, 20, kCmWide, 64, true},
+    {DType::kQ4_K, Layout::kRowWise, 150, 260, 512, kCm8SgTk32, 64, true},
+    {DType::kQ4_K, Layout::kRowWise, 150, 260, 520, kCm8SgWn4, 64, true},
+    {DType::kQ4_K, Layout::kRowWise, 70, 130, 300, kCm2Sg, 64, true},
+    {DType::kQ4_K, Layout::kRowWise, 70, 130, 300, kCmWn1, 64, true},
     {DType::kQ4_0, Layout::kRowWise, 70, 130, 97, {}, 66, true},
     {DType::kQ5_0, Layout::kRowWise, 70, 130, 97, {}, 64, true},
     {DType::kQ5_K, Layout::kRowWise, 70, 130, 300, {}, 68, true},
 };
 INSTANTIATE_TEST_SUITE_P(Shapes, GemmCoopmatTest, ::testing::ValuesIn(kCoopmatCases), case_name);
+
+// The cooperative-matrix kernels over weights split across binding ranges (16 KiB cap, as GemmSplitTest): row
+// layouts one dispatch per range of outputs, column_wise one per range of inputs added into y.
+class GemmCoopmatSplitTest : public GemmSplitTest {};
+
+TEST_P(GemmCoopmatSplitTest, SplitBindingsMatchDoubleReference) {
+  if (!dev().caps().coopmat_f16_16x16) GTEST_SKIP() << "no VK_NV_cooperative_matrix f16 16x16x16 on this device";
+  const GemmCase& c = GetParam();
+  ASSERT_GT(runtime::packed_weight_bytes(c.dtype, c.layout, c.n, c.k), dev().binding_limit_bytes());
+  const OpOutcome o = testing::run_op_case(dev(), rec(), gemm_case(c, 6000 + c.m + c.n + c.k, kGemmCoopmatNmse));
+  EXPECT_GT(o.dispatches, 1u);
+}
+
+// x and y must fit one 16 KiB binding too: few rows.
+const GemmCase kCoopmatSplitCases[] = {
+    {DType::kF16, Layout::kRowWise, 13, 40, 304, {}, 64, true},
+    {DType::kQ8_0, Layout::kRowWise, 17, 200, 99, {}, 64, true},
+    {DType::kQ6_K, Layout::kRowWise, 13, 40, 301, {}, 64, true},
+    {DType::kQ4_K, Layout::kRowWise, 7, 61, 513, {}, 64, true},
+    {DType::kQ4_K, Layout::kFlat, 13, 150, 300, {}, 64, true},
+    {DType::kQ4_K, Layout::kColumnWise, 13, 300, 151, {}, 64, true},
+    {DType::kQ4_K, Layout::kColumnWise, 13, 300, 260, kCmWide, 64, true},
+};
+INSTANTIATE_TEST_SUITE_P(Shapes, GemmCoopmatSplitTest, ::testing::ValuesIn(kCoopmatSplitCases), case_name);
 
 // The automatic choice: the *_cm variant for more than 32 rows, only where the recorder allows it (the pack
 // pins it). Seen in the precision: f16 products leave NMSE ~1e-7, the f32 kernel ~1e-14.
@@ -257,7 +322,10 @@ TEST_F(GemmCoopmatChoice, NeedsMoreThan32RowsAndThePin) {
   c.automatic_cm = true;
   auto both = recorder_allowing({"gemm_q4_k", "gemm_q4_k_cm"});
   const double cm = testing::run_op_case(dev(), *both, gemm_case(c, 77, kGemmCoopmatNmse)).errors.at(0);
-  EXPECT_GT(cm, 1e-10) << "33 rows, variant pinned: the cooperative-matrix kernel";
+  EXPECT_GT(cm, 1e-10) << "33 rows, variant pinned: the cooperative-matrix kernel (its TM 64 x TN 64 tile)";
+  c.m = 130;
+  const double cm_wide = testing::run_op_case(dev(), *both, gemm_case(c, 80, kGemmCoopmatNmse)).errors.at(0);
+  EXPECT_GT(cm_wide, 1e-10) << "130 rows: the cooperative-matrix kernel (its registry tile)";
   {
     SCOPED_TRACE("32 rows: the f32 kernel");
     c.m = 32;
@@ -286,7 +354,8 @@ runtime::GemmArgs q4k_args(const runtime::Buffer& w, const runtime::Buffer& x, c
 }
 
 // A forced *_cm kernel names what the device lacks (lavapipe: no cooperative matrices), or, where the device
-// has it, refuses a tuning (the variant runs only its registry tile).
+// has it, refuses a tuning its subgroups cannot run (local_size_x other than 32, TK not a multiple of 16,
+// fragments that do not divide among the subgroups).
 TEST_F(GemmErrors, CoopmatKernelNeedsTheDeviceSupport) {
   auto w = alloc(4320);
   auto x = alloc(2048);
@@ -297,7 +366,7 @@ TEST_F(GemmErrors, CoopmatKernelNeedsTheDeviceSupport) {
     a.tuning = {16, 8, 2, 4, 32};
     Status s = runtime::record_gemm(rec(), a, "q");
     EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
-    EXPECT_NE(s.message().find("kernel gemm_q4_k_cm runs only its registry tile (tuning: tk"), std::string::npos)
+    EXPECT_NE(s.message().find("kernel gemm_q4_k_cm runs subgroups of 32 (tuning: local_size_x 32)"), std::string::npos)
         << s.message();
     a.tuning = {0, 0, 0, 0, 24};
     s = runtime::record_gemm(rec(), a, "q");
@@ -306,6 +375,16 @@ TEST_F(GemmErrors, CoopmatKernelNeedsTheDeviceSupport) {
     s = runtime::record_gemm(rec(), a, "q");
     EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
     EXPECT_NE(s.message().find("tuning dbuf 3 > 2"), std::string::npos) << s.message();
+    a.tuning = {0, 4, 4, 4, 0, 0, 2};  // TM 16 over 2 subgroups along M: 8 rows each
+    s = runtime::record_gemm(rec(), a, "q");
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(s.message().find("cooperative-matrix tile TM 16 x TN 128 over 4 subgroups, 2 across N: each subgroup "
+                               "needs whole 16x16 fragments"),
+              std::string::npos)
+        << s.message();
+    a.tuning = {0, 4, 16, 4, 0, 0, 3};  // 3 does not divide 4 subgroups
+    s = runtime::record_gemm(rec(), a, "q");
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.message();
   } else {
     const Status s = runtime::record_gemm(rec(), a, "q");
     EXPECT_EQ(s.code(), StatusCode::kUnsupported);
@@ -314,12 +393,14 @@ TEST_F(GemmErrors, CoopmatKernelNeedsTheDeviceSupport) {
               std::string::npos)
         << s.message();
   }
-  // dbuf tunes only the *_cm kernels.
+  // dbuf and wn tune only the *_cm kernels.
   a.kernel = "gemm_q4_k";
-  a.tuning = {0, 0, 0, 0, 0, 1};
-  const Status s = runtime::record_gemm(rec(), a, "q");
-  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(s.message().find("tuning dbuf applies to the *_cm kernels only"), std::string::npos) << s.message();
+  for (const GemmTuning& t : {GemmTuning{0, 0, 0, 0, 0, 1}, GemmTuning{0, 0, 0, 0, 0, 0, 2}}) {
+    a.tuning = t;
+    const Status s = runtime::record_gemm(rec(), a, "q");
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(s.message().find("tuning dbuf / wn applies to the *_cm kernels only"), std::string::npos) << s.message();
+  }
   EXPECT_EQ(rec().dispatch_count(), 0u);
 }
 

@@ -82,7 +82,7 @@ inline constexpr uint32_t kIntDotMinK = 8192;
 template <typename Allowed>
 const KernelInfo* device_gemm_kernel(const KernelInfo& pinned, uint32_t m_rows, const DeviceFacts& device,
                                      bool automatic, Allowed&& allowed);
-// The cooperative-matrix GEMM's 64 x 128 tile leaves too few workgroups for short passes: the f32 GEMM is
+// The cooperative-matrix GEMM's tiles leave too few workgroups for short passes: the f32 GEMM is
 // faster up to this many rows (bench/README.md, GEMM).
 inline constexpr uint32_t kCoopmatAboveRows = 32;
 // Whether `name` is a cooperative-matrix GEMM (a `_cm` variant).

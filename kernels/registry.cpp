@@ -113,19 +113,17 @@ constexpr SpecInfo kGemmSpec[] = {{0, "local_size_x", 16, SpecRole::kLocalSizeX}
                                   {2, "RM", 2, SpecRole::kTuning},
                                   {3, "RN", 4, SpecRole::kTuning},
                                   {4, "TK", 32, SpecRole::kTuning}};
-// The cooperative-matrix variants (gemm.comp COOPMAT) run only this tile: 4 subgroups of 32, TM 64, TN 128.
-// DBUF: K tiles loaded just in time for the block formats (fewer live registers), double-buffered for F16
-// (bench/README.md, GEMM).
-constexpr std::array<SpecInfo, 6> gemm_cm_spec(uint32_t dbuf) {
-  return {{{0, "local_size_x", 32, SpecRole::kLocalSizeX},
-           {1, "local_size_y", 4, SpecRole::kLocalSizeY},
-           {2, "RM", 16, SpecRole::kTuning},
-           {3, "RN", 4, SpecRole::kTuning},
-           {4, "TK", 32, SpecRole::kTuning},
-           {5, "DBUF", dbuf, SpecRole::kTuning}}};
-}
-constexpr std::array<SpecInfo, 6> kGemmCmSpec = gemm_cm_spec(0);
-constexpr std::array<SpecInfo, 6> kGemmCmF16Spec = gemm_cm_spec(1);
+// The cooperative-matrix variants (gemm.comp COOPMAT): subgroups of 32 (local_size_x), TM = local_size_y * RM,
+// TN = 32 * RN, WN subgroups across N. Registry tile: 8 subgroups of 32 x 64, TM 128 x TN 128, TK 64, one shared
+// stage (two stages of TK 64 exceed 48 KiB); record_gemm runs other tiles for short passes and large grids
+// (runtime/ops_gemm.cpp cm_auto_tile, bench/README.md GEMM).
+constexpr SpecInfo kGemmCmSpec[] = {{0, "local_size_x", 32, SpecRole::kLocalSizeX},
+                                    {1, "local_size_y", 8, SpecRole::kLocalSizeY},
+                                    {2, "RM", 16, SpecRole::kTuning},
+                                    {3, "RN", 4, SpecRole::kTuning},
+                                    {4, "TK", 64, SpecRole::kTuning},
+                                    {5, "DBUF", 0, SpecRole::kTuning},
+                                    {6, "WN", 2, SpecRole::kTuning}};
 constexpr SpecInfo kGluSpec[] = {{0, "local_size_x", 256, SpecRole::kLocalSizeX}, {1, "ACT", 0, SpecRole::kTuning}};
 
 constexpr std::string_view kElemGrid = "ceil(n / local_size_x) workgroups, folded into x and y";

@@ -86,7 +86,7 @@ Status Device::init(std::unique_ptr<Instance> instance, const DeviceOptions& opt
   // The *_cm GEMMs read f16 tiles through VK_NV_cooperative_matrix (and need 16-bit storage and f16 arithmetic).
   auto cmf = vk_init<VkPhysicalDeviceCooperativeMatrixFeaturesNV>(
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV);
-  // gemm.comp COOPMAT numbers its 4 subgroups of 32 by gl_SubgroupID: the size must not vary.
+  // gemm.comp COOPMAT numbers its subgroups of 32 by gl_SubgroupID: the size must not vary.
   const bool fixed_32 = caps_.subgroup_size == 32 && caps_.subgroup_in_compute &&
                         (caps_.min_subgroup_size == 0 || (caps_.min_subgroup_size == 32 && caps_.max_subgroup_size == 32));
   caps_.coopmat_f16_16x16 = caps_.coopmat_f16_16x16 && caps_.shader_float16 && caps_.storage_buffer_16bit && fixed_32;

@@ -82,7 +82,8 @@ struct GemmTuning {
   uint32_t rm = 0;
   uint32_t rn = 0;
   uint32_t tk = 0;
-  uint32_t dbuf = 0;  // *_cm kernels only: 1 = K tiles loaded just in time, 2 = register double buffering
+  uint32_t dbuf = 0;  // *_cm kernels only: 1 = one shared-memory stage, 2 = two (gemm.comp DBUF)
+  uint32_t wn = 0;    // *_cm kernels only: subgroups across N (local_size_y / wn across M)
 };
 struct GemmArgs {
   BufferRange w;

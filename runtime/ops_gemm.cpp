@@ -24,7 +24,7 @@ using namespace ops_detail;
 
 struct GemmPush {
   uint32_t m, n_total, n_rows, row_begin, k, k_begin, k_total, row_stride;
-  uint32_t w_base, block_begin, blocks_per_n, accumulate, tiles_n, n_groups, fast_tiles, pad1;
+  uint32_t w_base, block_begin, blocks_per_n, accumulate, tiles_n, n_groups, fast_tiles, flags;
 };
 static_assert(sizeof(GemmPush) == 64);
 
@@ -43,33 +43,42 @@ std::vector<SpecValue> gemm_spec(const GemmTuning& t) {
   if (t.rn != 0) s.push_back({3, t.rn});
   if (t.tk != 0) s.push_back({4, t.tk});
   if (t.dbuf != 0) s.push_back({5, t.dbuf - 1});
+  if (t.wn != 0) s.push_back({6, t.wn});
   return s;
 }
 
-// The tuning's tile with the registry's defaults filled in: {local_size_x, local_size_y, RM, RN, TK}.
-std::array<uint64_t, 5> resolved_tile(const kernels::KernelInfo& kernel, const GemmTuning& t) {
-  std::array<uint64_t, 5> v{};
+// The tuning's tile with the registry's defaults filled in: {local_size_x, local_size_y, RM, RN, TK, DBUF, WN}
+// (the last two: *_cm kernels only).
+using TileSpec = std::array<uint64_t, 7>;
+TileSpec resolved_tile(const kernels::KernelInfo& kernel, const GemmTuning& t) {
+  TileSpec v{};
   for (const kernels::SpecInfo& si : kernel.spec) {
-    if (si.id < 5) v[si.id] = si.default_value;
+    if (si.id < v.size()) v[si.id] = si.default_value;
   }
   for (const SpecValue& sv : gemm_spec(t)) v[sv.id] = sv.value;
   return v;
 }
 
 // Shared memory of a resolved tile: X[TM][TK + 1] and W[TN][TK + 1] floats (rows padded by one value); the
-// cooperative-matrix variant: X[TM][TK + 8] and W[TN][TK + 8] halves plus 4 KiB of output staging.
-uint64_t tile_shared_bytes(const std::array<uint64_t, 5>& v, bool coopmat = false) {
-  if (coopmat) return (v[1] * v[2] + v[0] * v[3]) * (v[4] + 8) * 2 + 4096;
-  return (v[1] * v[2] + v[0] * v[3]) * (v[4] + 1) * 4;
+// cooperative-matrix variant: 1 or 2 (DBUF) stages of X[TM][TK + 8] and W[TN][TK + 8] halves (column_wise
+// W[TK][TN + 8]) plus a 1 KiB output stage per subgroup (gemm.comp).
+uint64_t tile_shared_bytes(const TileSpec& v, bool coopmat = false, bool column = false) {
+  const uint64_t tm = v[1] * v[2], tn = v[0] * v[3], tk = v[4];
+  if (coopmat) {
+    const uint64_t w = column ? tk * (tn + 8) : tn * (tk + 8);
+    return (v[5] != 0 ? 2 : 1) * (tm * (tk + 8) + w) * 2 + v[1] * 1024;
+  }
+  return (tm + tn) * (tk + 1) * 4;
 }
 
 // Pipeline with the tuning's tile (0 = registry default), checked against the device's shared memory first.
 Result<const Pipeline*> gemm_pipeline(Recorder& rec, const kernels::KernelInfo& kernel, const GemmTuning& t,
-                                      const std::string& ctx) {
+                                      Layout layout, const std::string& ctx) {
   const std::vector<SpecValue> spec = gemm_spec(t);
-  const std::array<uint64_t, 5> v = resolved_tile(kernel, t);
+  const TileSpec v = resolved_tile(kernel, t);
   if (v[0] * v[1] * v[2] * v[3] * v[4] == 0) return error(StatusCode::kInvalidArgument, ctx + ": tile size is 0");
-  const uint64_t shared_bytes = tile_shared_bytes(v, kernels::is_coopmat_kernel(kernel.name));
+  const uint64_t shared_bytes =
+      tile_shared_bytes(v, kernels::is_coopmat_kernel(kernel.name), layout == Layout::kColumnWise);
   const uint64_t limit = rec.device().caps().max_compute_shared_memory_bytes;
   if (shared_bytes > limit) {
     return error(StatusCode::kUnsupported, ctx + ": tile needs " + std::to_string(shared_bytes) +
@@ -99,6 +108,11 @@ Status dispatch_gemm(Recorder& rec, const Pipeline& pipe, const GemmArgs& a, Gem
   return rec.dispatch(pipe, bindings, push, grid, label);
 }
 
+// gemm.comp flags bit 0: X rows start 16-byte aligned (the cooperative-matrix kernels stage X from vec4 loads).
+uint32_t x_vec4_flag(const GemmArgs& a, uint64_t k_begin) {
+  return a.x.offset % 16 == 0 && a.k % 4 == 0 && k_begin % 4 == 0 ? 1u : 0u;
+}
+
 // Q4_K column_wise: one dispatch per binding range of whole inputs (granule = one input's blocks).
 Status record_gemm_column(Recorder& rec, const GemmArgs& a, const Pipeline& pipe, uint64_t w_bytes,
                           const std::string& ctx, std::string_view label) {
@@ -115,7 +129,7 @@ Status record_gemm_column(Recorder& rec, const GemmArgs& a, const Pipeline& pipe
     const GemmPush push{a.m_rows, a.n_rows, a.n_rows, 0, static_cast<uint32_t>(r.granule_count),
                         static_cast<uint32_t>(r.first_granule), a.k, 0, static_cast<uint32_t>(r.skip_bytes / 4), 0,
                         static_cast<uint32_t>(blocks_per_n), i > 0 ? 1u : 0u, 0, 0,
-                        r.skip_bytes % kQ4KVecBytes == 0 ? 1u : 0u, 0};
+                        r.skip_bytes % kQ4KVecBytes == 0 ? 1u : 0u, x_vec4_flag(a, r.first_granule)};
     RDRR_RETURN_IF_ERROR(
         dispatch_gemm(rec, pipe, a, push, {a.w.buffer, r.bind_offset_bytes, r.bind_size_bytes}, ctx, label));
   }
@@ -143,13 +157,15 @@ Status record_gemm_rows(Recorder& rec, const GemmArgs& a, const Pipeline& pipe, 
     const uint64_t row_begin = r.first_granule * rows_per_granule;
     const uint64_t row_end = std::min<uint64_t>(a.n_rows, (r.first_granule + r.granule_count) * rows_per_granule);
     if (row_begin >= row_end) continue;
-    // Rows of whole blocks (Q4_K: starting 16-byte aligned): gemm.comp stages W tiles from vector loads.
-    const bool aligned = a.dtype == DType::kQ6_K || (a.dtype == DType::kQ4_K && r.skip_bytes % kQ4KVecBytes == 0);
+    // Rows of whole blocks (Q4_K: starting 16-byte aligned): gemm.comp stages W tiles from vector loads; F16
+    // rows of whole 16-byte vectors (the cooperative-matrix kernels).
+    const bool aligned = a.dtype == DType::kQ6_K || (a.dtype == DType::kQ4_K && r.skip_bytes % kQ4KVecBytes == 0) ||
+                         (a.dtype == DType::kF16 && a.k % 8 == 0 && r.skip_bytes % 16 == 0);
     const uint32_t fast_tiles = row_stride % be == 0 && aligned ? 1 : 0;
     const GemmPush push{a.m_rows, a.n_rows, static_cast<uint32_t>(row_end - row_begin),
                         static_cast<uint32_t>(row_begin), a.k, 0, a.k, static_cast<uint32_t>(row_stride),
                         static_cast<uint32_t>(r.skip_bytes / unit_bytes), static_cast<uint32_t>(row_begin * row_stride / be),
-                        0, 0, 0, 0, fast_tiles, 0};
+                        0, 0, 0, 0, fast_tiles, x_vec4_flag(a, 0)};
     RDRR_RETURN_IF_ERROR(
         dispatch_gemm(rec, pipe, a, push, {a.w.buffer, r.bind_offset_bytes, r.bind_size_bytes}, ctx, label));
   }
@@ -158,8 +174,8 @@ Status record_gemm_rows(Recorder& rec, const GemmArgs& a, const Pipeline& pipe, 
 
 // The kernel to run: `kernel`'s cooperative-matrix variant (gemm.comp COOPMAT) for more than
 // kCoopmatAboveRows rows where the device has the f16 16x16x16 shape, the recorder allows the variant and the
-// tuning is automatic; else `kernel` itself. A forced
-// *_cm kernel needs the device support and runs only its registry tile (TK may be tuned).
+// tuning is automatic; else `kernel` itself. A forced *_cm kernel needs the device support; its tile may be
+// tuned within check_cm_tile's rules.
 Result<const kernels::KernelInfo*> coopmat_choice(Recorder& rec, const kernels::KernelInfo& kernel,
                                                   const GemmArgs& a, bool automatic, const std::string& ctx) {
   const bool supported = rec.device().caps().coopmat_f16_16x16;
@@ -170,18 +186,51 @@ Result<const kernels::KernelInfo*> coopmat_choice(Recorder& rec, const kernels::
                                                  "shaderFloat16), which this device does not provide");
     }
     const GemmTuning& t = a.tuning;
-    if (t.local_size_x != 0 || t.local_size_y != 0 || t.rm != 0 || t.rn != 0 || t.tk % 16 != 0) {
-      return error(StatusCode::kInvalidArgument, ctx + ": kernel " + std::string(kernel.name) +
-                                                     " runs only its registry tile (tuning: tk, a multiple of 16)");
+    if ((t.local_size_x != 0 && t.local_size_x != 32) || t.tk % 16 != 0) {
+      return error(StatusCode::kInvalidArgument,
+                   ctx + ": kernel " + std::string(kernel.name) +
+                       " runs subgroups of 32 (tuning: local_size_x 32) and K tiles of a multiple of 16 (tk)");
     }
     if (t.dbuf > 2) return error(StatusCode::kInvalidArgument, ctx + ": tuning dbuf " + std::to_string(t.dbuf) + " > 2");
     return &kernel;
   }
-  if (a.tuning.dbuf != 0) {
-    return error(StatusCode::kInvalidArgument, ctx + ": tuning dbuf applies to the *_cm kernels only");
+  if (a.tuning.dbuf != 0 || a.tuning.wn != 0) {
+    return error(StatusCode::kInvalidArgument, ctx + ": tuning dbuf / wn applies to the *_cm kernels only");
   }
   return kernels::device_gemm_kernel(kernel, a.m_rows, device_facts(rec.device().caps()),
                                      automatic && a.cooperative_matrix, [&](std::string_view v) { return rec.allows(v); });
+}
+
+// A cooperative-matrix tile (resolved): local_size_y subgroups, wn of them across N, each owning whole 16x16
+// fragments of the TM x TN tile; at most the device's workgroup invocations.
+Status check_cm_tile(const TileSpec& v, const DeviceCaps& caps, const std::string& ctx) {
+  const uint64_t ly = v[1], tm = v[1] * v[2], tn = v[0] * v[3], wn = v[6];
+  if (wn == 0 || ly % wn != 0 || tm % (16 * (ly / wn)) != 0 || tn % (16 * wn) != 0) {
+    return error(StatusCode::kInvalidArgument,
+                 ctx + ": cooperative-matrix tile TM " + std::to_string(tm) + " x TN " + std::to_string(tn) + " over " +
+                     std::to_string(ly) + " subgroups, " + std::to_string(wn) +
+                     " across N: each subgroup needs whole 16x16 fragments (wn divides local_size_y)");
+  }
+  if (32 * ly > caps.max_workgroup_invocations) {
+    return error(StatusCode::kUnsupported, ctx + ": " + std::to_string(32 * ly) + " invocations > device limit " +
+                                               std::to_string(caps.max_workgroup_invocations));
+  }
+  return Status::Ok();
+}
+
+// The automatic cooperative-matrix tile (bench/README.md, GEMM): the registry's (8 subgroups, TM 128 x TN 128,
+// TK 64, one shared stage) by default; up to kCmSmallTileUpToRows rows TM 64 x TN 64 (4 subgroups of 32 x 32,
+// TK 32, two stages: four times the workgroups, fewer padded rows); from kCmWideGridGroups 128 x 128
+// workgroups on 4 subgroups of 64 x 64 (TK 32, two stages: two workgroups fit an SM where the registry's
+// 8-subgroup tile fits one, so a grid of several waves runs with more workgroups in flight).
+constexpr uint32_t kCmSmallTileUpToRows = 64;
+constexpr GemmTuning kCmSmallTile{0, 4, 16, 2, 32, 2, 2};
+constexpr uint64_t kCmWideGridGroups = 200;
+constexpr GemmTuning kCmWideGridTile{0, 4, 32, 4, 32, 2, 2};
+GemmTuning cm_auto_tile(uint32_t m_rows, uint32_t n_rows) {
+  if (m_rows <= kCmSmallTileUpToRows) return kCmSmallTile;
+  if (ceil_div(m_rows, 128) * ceil_div(n_rows, 128) >= kCmWideGridGroups) return kCmWideGridTile;
+  return {};
 }
 
 }  // namespace
@@ -223,14 +272,28 @@ Status record_gemm(Recorder& rec, const GemmArgs& a, std::string_view label) {
     return error(StatusCode::kValidation, ctx + ": y overlaps w or x");
   }
   const GemmTuning& t = a.tuning;
-  const bool automatic =
-      t.local_size_x == 0 && t.local_size_y == 0 && t.rm == 0 && t.rn == 0 && t.tk == 0 && t.dbuf == 0;
+  const bool automatic = t.local_size_x == 0 && t.local_size_y == 0 && t.rm == 0 && t.rn == 0 && t.tk == 0 &&
+                         t.dbuf == 0 && t.wn == 0;
   const DeviceCaps& caps = rec.device().caps();
   RDRR_ASSIGN_OR_RETURN(kernel, coopmat_choice(rec, *kernel, a, automatic, ctx));
-  const bool wide = !kernels::is_coopmat_kernel(kernel->name) && automatic && a.m_rows >= kWideTileFromRows &&
-                    caps.max_workgroup_invocations >= kWideTile.local_size_x * kWideTile.local_size_y &&
-                    caps.max_compute_shared_memory_bytes >= tile_shared_bytes(resolved_tile(*kernel, kWideTile));
-  RDRR_ASSIGN_OR_RETURN(const Pipeline* pipe, gemm_pipeline(rec, *kernel, wide ? kWideTile : t, ctx));
+  GemmTuning tile = t;
+  if (kernels::is_coopmat_kernel(kernel->name)) {
+    if (automatic) {
+      // A device with less shared memory or fewer invocations than the larger tiles take runs the small one.
+      tile = cm_auto_tile(a.m_rows, a.n_rows);
+      const TileSpec v = resolved_tile(*kernel, tile);
+      if (32 * v[1] > caps.max_workgroup_invocations ||
+          tile_shared_bytes(v, true, a.layout == Layout::kColumnWise) > caps.max_compute_shared_memory_bytes) {
+        tile = kCmSmallTile;
+      }
+    }
+    RDRR_RETURN_IF_ERROR(check_cm_tile(resolved_tile(*kernel, tile), caps, ctx));
+  } else if (automatic && a.m_rows >= kWideTileFromRows &&
+             caps.max_workgroup_invocations >= kWideTile.local_size_x * kWideTile.local_size_y &&
+             caps.max_compute_shared_memory_bytes >= tile_shared_bytes(resolved_tile(*kernel, kWideTile))) {
+    tile = kWideTile;
+  }
+  RDRR_ASSIGN_OR_RETURN(const Pipeline* pipe, gemm_pipeline(rec, *kernel, tile, a.layout, ctx));
   GemmArgs bound = a;
   bound.x = a.x.sub(0, x_bytes);
   bound.y = a.y.sub(0, y_bytes);
