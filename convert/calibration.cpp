@@ -1,5 +1,6 @@
 #include "convert/calibration.h"
 
+#include <tbb/task_arena.h>
 #include <tbb/task_group.h>
 
 #include <atomic>
@@ -135,8 +136,14 @@ Result<std::shared_ptr<const quant::GptqFactor>> GptqFactors::factor_for(size_t 
       next_ = std::make_unique<Next>();
       next_->first = first;
       Next* n = next_.get();
+      // Isolated: while make_layer waits inside (its parallel loops), this thread must not pick up the
+      // pipeline's input stage, whose factor_for would then wait in take_next for the make_layer suspended
+      // below it on the same thread: a cycle that can hang a conversion (a 16-thread default conversion on the
+      // H200 machine once stopped progressing; rerun, it finished in 32 s).
       n->group.run([this, n] {
-        if (!n->claimed.exchange(true)) n->made = make_layer(n->first);
+        tbb::this_task_arena::isolate([this, n] {
+          if (!n->claimed.exchange(true)) n->made = make_layer(n->first);
+        });
       });
     }
   }
