@@ -18,11 +18,11 @@ struct Related {
 constexpr std::string_view kColSplit[] = {"gemv_reduce"};
 // The integer-dot kernel the runtime runs where packed 8-bit dot products are native (device_gemv_kernel).
 constexpr std::string_view kQ4KVec[] = {"gemv_q4_k_dot"};
-// Split-K partials and their merge; the decode (one query) and prefill kernels the runtime runs where they apply.
+// Split-K partials and their merge; the decode (one query) kernels the runtime runs where they apply.
 constexpr std::string_view kAttnF16[] = {"attention_split_f16", "attn_merge", "attention_decode_f16",
-                                         "attention_decode_split_f16", "attention_prefill_f16"};
+                                         "attention_decode_split_f16"};
 constexpr std::string_view kAttnF32[] = {"attention_split_f32", "attn_merge", "attention_decode_f32",
-                                         "attention_decode_split_f32", "attention_prefill_f32"};
+                                         "attention_decode_split_f32"};
 constexpr std::string_view kSampleThreshold[] = {"sample_partial", "sample_final"};
 constexpr std::string_view kSamplePartial[] = {"sample_threshold", "sample_final"};
 constexpr std::string_view kSampleFinal[] = {"sample_threshold", "sample_partial"};
@@ -41,10 +41,14 @@ constexpr std::string_view kGemmQ4KColCm[] = {"gemm_q4_k_col_cm"};
 constexpr std::string_view kGemmQ40Cm[] = {"gemm_q4_0_cm"};
 constexpr std::string_view kGemmQ50Cm[] = {"gemm_q5_0_cm"};
 constexpr std::string_view kGemmQ5KCm[] = {"gemm_q5_k_cm"};
+// Flash-attention prefill (a variant, not a companion: packs pinned before it stay valid and run attention.comp).
+constexpr std::string_view kAttnPrefillF16[] = {"attention_prefill_f16"};
+constexpr std::string_view kAttnPrefillF32[] = {"attention_prefill_f32"};
 constexpr Related kVariants[] = {
     {"gemm_f16", kGemmF16Cm},   {"gemm_q4_k", kGemmQ4KCm},  {"gemm_q4_k_col", kGemmQ4KColCm},
     {"gemm_q6_k", kGemmQ6KCm},  {"gemm_q8_0", kGemmQ80Cm},  {"gemm_q4_0", kGemmQ40Cm},
-    {"gemm_q5_0", kGemmQ50Cm},  {"gemm_q5_k", kGemmQ5KCm},
+    {"gemm_q5_0", kGemmQ50Cm},  {"gemm_q5_k", kGemmQ5KCm},  {"attention_f16", kAttnPrefillF16},
+    {"attention_f32", kAttnPrefillF32},
 };
 
 constexpr std::string_view kCoopmatWhen =
@@ -52,11 +56,10 @@ constexpr std::string_view kCoopmatWhen =
 constexpr DeviceChoice kDotChoice[] = {
     {"gemv_q4_k_dot", "K >= 8192 where the device's packed 8-bit integer dot products are native"}};
 constexpr std::string_view kPrefillWhen =
-    "prefill (several queries), head_dim a multiple of 4 up to 256, where its tiles fit the shared memory";
-constexpr DeviceChoice kAttnF16Choice[] = {{"attention_decode_f16", "decode (one query), head_dim a multiple of 8 up to 256"},
-                                           {"attention_prefill_f16", kPrefillWhen}};
-constexpr DeviceChoice kAttnF32Choice[] = {{"attention_decode_f32", "decode (one query), head_dim a multiple of 4 up to 256"},
-                                           {"attention_prefill_f32", kPrefillWhen}};
+    "prefill (several queries, no explicit split), head_dim a multiple of 4 up to 256, where its tiles fit the "
+    "shared memory";
+constexpr DeviceChoice kAttnF16Choice[] = {{"attention_decode_f16", "decode (one query), head_dim a multiple of 8 up to 256"}};
+constexpr DeviceChoice kAttnF32Choice[] = {{"attention_decode_f32", "decode (one query), head_dim a multiple of 4 up to 256"}};
 // The companions a runtime runs in a pinned kernel's place (the variants' choices follow from kVariants).
 struct Choices {
   std::string_view kernel;
@@ -94,8 +97,10 @@ std::vector<DeviceChoice> device_choices(std::string_view pinned_kernel) {
   for (const Choices& c : kCompanionChoices) {
     if (c.kernel == pinned_kernel) out.assign(c.choices.begin(), c.choices.end());
   }
-  // Every v1 optional variant is a cooperative-matrix GEMM (device_gemm_kernel).
-  for (std::string_view v : kernel_variants(pinned_kernel)) out.push_back({v, kCoopmatWhen});
+  // The optional variants: the cooperative-matrix GEMMs (device_gemm_kernel) and the prefill attention.
+  for (std::string_view v : kernel_variants(pinned_kernel)) {
+    out.push_back({v, is_coopmat_kernel(v) ? kCoopmatWhen : kPrefillWhen});
+  }
   return out;
 }
 

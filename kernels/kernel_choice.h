@@ -8,7 +8,8 @@
 //               split / decode kernels and attn_merge; the three sampling stages), or run in its place where
 //               the device has what they need (gemv_q4_k_vec -> gemv_q4_k_dot). Required in the kernels map.
 //   variants    optional: run in the kernel's place where the device supports them and the map pins them
-//               (gemm_q4_k -> gemm_q4_k_cm); a graph without them is still valid.
+//               (gemm_q4_k -> gemm_q4_k_cm; attention_f16 -> attention_prefill_f16 for prefill); a graph
+//               without them is still valid.
 // device_choices() states, per pinned kernel, every kernel the runtime may run in its place and when; it is
 // what `rdrr-inspect` prints beside the kernels map.
 #pragma once

@@ -15,7 +15,10 @@ namespace {
 
 constexpr size_t kHugePageBytes = size_t{2} << 20;
 
-size_t rounded(size_t bytes) { return (bytes + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes; }
+size_t rounded(size_t bytes) {
+  if (bytes > SIZE_MAX - kHugePageBytes) throw std::bad_alloc();  // (a corrupt size: as operator new would)
+  return (bytes + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
+}
 
 bool poison_large_blocks() {
   static const bool on = [] {

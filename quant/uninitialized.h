@@ -28,7 +28,7 @@ inline constexpr size_t kLargeBlockCacheBytes = size_t{512} << 20;
 // A large block of at least `bytes` (from the cache when one of the same rounded size is there; throws
 // std::bad_alloc), and its return (kept in the cache, or freed when it does not fit).
 void* take_large_block(size_t bytes);
-void give_large_block(void* p, size_t bytes) noexcept;
+void give_large_block(void* p, size_t bytes) noexcept;  // bytes as passed to take_large_block
 // Bytes held by the cache now (for tests).
 size_t large_block_cache_bytes() noexcept;
 

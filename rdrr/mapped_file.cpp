@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -37,6 +38,21 @@ void page_range(uint64_t offset, uint64_t len, uint64_t size, bool grow, uint64_
   *end = e;
 }
 
+Status pread_all(int fd, uint64_t offset, std::span<std::byte> out, const std::string& path) {
+  size_t done = 0;
+  while (done < out.size()) {
+    const ssize_t n = ::pread(fd, out.data() + done, out.size() - done, static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const std::string why = n == 0 ? "end of file (the file shrank after it was opened)" : std::strerror(errno);
+      return error(StatusCode::kIo, path + ": read of " + std::to_string(out.size()) + " bytes at offset " +
+                                        std::to_string(offset) + " failed: " + why);
+    }
+    done += static_cast<size_t>(n);
+  }
+  return Status::Ok();
+}
+
 // Every live mapping by its first byte: end, file descriptor and path (copy_mapped_bytes finds a span's file).
 struct Mapping {
   uintptr_t end = 0;
@@ -51,21 +67,20 @@ class MappingRegistry {
     const auto b = reinterpret_cast<uintptr_t>(data);
     by_begin_[b] = {b + size, fd, std::move(path)};
   }
+  // Waits for reads in flight from this mapping (they hold the shared lock), so its descriptor can be closed.
   void remove(const void* data) {
     const std::unique_lock lock(mu_);
     by_begin_.erase(reinterpret_cast<uintptr_t>(data));
   }
-  // The mapping holding [p, p + n), if any: its descriptor, path and the offset of p.
-  bool find(const std::byte* p, uint64_t n, int* fd, uint64_t* offset, std::string* path) const {
+  // Reads [p, p + out.size()) from the file of the mapping holding it; false when no live mapping holds it.
+  bool read(const std::byte* p, std::span<std::byte> out, Status* st) const {
     const auto a = reinterpret_cast<uintptr_t>(p);
     const std::shared_lock lock(mu_);
     auto it = by_begin_.upper_bound(a);
     if (it == by_begin_.begin()) return false;
     --it;
-    if (a + n > it->second.end) return false;
-    *fd = it->second.fd;
-    *offset = a - it->first;
-    *path = it->second.path;
+    if (a + out.size() > it->second.end) return false;
+    *st = pread_all(it->second.fd, a - it->first, out, it->second.path);
     return true;
   }
 
@@ -75,23 +90,21 @@ class MappingRegistry {
 };
 
 MappingRegistry& registry() {
-  static MappingRegistry r;
-  return r;
+  static MappingRegistry* r = new MappingRegistry();  // never destroyed: mappings may outlive static destructors
+  return *r;
 }
 
-Status pread_all(int fd, uint64_t offset, std::span<std::byte> out, const std::string& path) {
-  size_t done = 0;
-  while (done < out.size()) {
-    const ssize_t n = ::pread(fd, out.data() + done, out.size() - done, static_cast<off_t>(offset + done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const std::string why = n == 0 ? "end of file (the file shrank after it was opened)" : std::strerror(errno);
-      return error(StatusCode::kIo, path + ": read of " + std::to_string(out.size()) + " bytes at offset " +
-                                        std::to_string(offset) + " failed: " + why);
+// Mapped files keep their descriptors open (one per pack shard): the soft limit on open files is raised to the
+// hard one once, so a pack of a thousand shards opens under the usual soft limit of 1024.
+void raise_open_file_limit() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    struct rlimit rl {};
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+      rl.rlim_cur = rl.rlim_max;
+      (void)setrlimit(RLIMIT_NOFILE, &rl);
     }
-    done += static_cast<size_t>(n);
-  }
-  return Status::Ok();
+  });
 }
 
 }  // namespace
@@ -127,6 +140,7 @@ void MappedFile::reset() {
 }
 
 Result<MappedFile> MappedFile::open(const std::filesystem::path& path) {
+  raise_open_file_limit();
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     const int err = errno;
@@ -174,14 +188,11 @@ Status copy_mapped_bytes(std::span<const std::byte> src, std::span<std::byte> ds
                                                    std::to_string(dst.size()));
   }
   if (src.empty()) return Status::Ok();
-  int fd = -1;
-  uint64_t offset = 0;
-  std::string path;
-  if (src.size() < kFileReadMinBytes || !registry().find(src.data(), src.size(), &fd, &offset, &path)) {
+  Status st = Status::Ok();
+  if (src.size() < kFileReadMinBytes || !registry().read(src.data(), dst, &st)) {
     std::memcpy(dst.data(), src.data(), src.size());
-    return Status::Ok();
   }
-  return pread_all(fd, offset, dst, path);
+  return st;
 }
 
 void MappedFile::release(uint64_t offset_bytes, uint64_t length_bytes) const {

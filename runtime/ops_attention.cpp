@@ -132,18 +132,22 @@ uint64_t prefill_shared_bytes(PrefillTile t, uint32_t head_dim) {
 // Largest first: more rows share each staged tile, longer tiles fewer barriers.
 constexpr PrefillTile kPrefillTiles[] = {{128, 32}, {128, 16}, {64, 16}, {128, 8}, {64, 8}, {32, 8}, {32, 4}};
 
-// Whether a call runs attention_prefill.comp, and its tile: several queries, no explicit split, head_dim a
+// Whether a call runs attention_prefill.comp, and its tile: several queries, the recorder allowing it (a pack
+// pins it as attention_f16 / _f32's optional variant), no explicit split, head_dim a
 // multiple of 4 up to 256, q and out at 16-byte offsets (read and written as vectors), a tile that fits the
 // device's shared memory and workgroup size. AttentionTuning::prefill forces either kernel (forcing the prefill
 // kernel where it cannot run is an error naming the condition); local_size_x / prefill_positions fix the tile.
-Result<std::optional<PrefillTile>> prefill_tile(const DeviceCaps& caps, const AttentionArgs& a, const std::string& ctx) {
+Result<std::optional<PrefillTile>> prefill_tile(Recorder& rec, const AttentionArgs& a, const std::string& ctx) {
   if (a.n_q == 1 || a.tuning.prefill == 1 || (a.tuning.prefill == 0 && a.tuning.decode == 2)) {
     return std::optional<PrefillTile>();  // (the decode kernel forced: its own error below)
   }
+  const DeviceCaps& caps = rec.device().caps();
   const uint32_t hd = a.kv.head_dim;
   std::string why;
   std::optional<PrefillTile> pick;
-  if (a.tuning.n_splits > 1) {
+  if (!rec.allows("attention_prefill_" + kv_name(a.kv))) {
+    why = "the graph does not pin attention_prefill_" + kv_name(a.kv) + " (an optional variant)";
+  } else if (a.tuning.n_splits > 1) {
     why = "an explicit split (" + std::to_string(a.tuning.n_splits) + ")";
   } else if (hd % 4 != 0 || hd > 256) {
     why = "head_dim " + std::to_string(hd) + " is not a multiple of 4 up to 256";
@@ -271,7 +275,7 @@ Status record_attention(Recorder& rec, const AttentionArgs& a, std::string_view 
   RDRR_RETURN_IF_ERROR(need_bytes(a.out, qo_bytes, "out", ctx));
   if (overlaps(a.q, a.out)) return error(StatusCode::kInvalidArgument, ctx + ": out overlaps q");
 
-  RDRR_ASSIGN_OR_RETURN(const std::optional<PrefillTile> prefill, prefill_tile(rec.device().caps(), a, ctx));
+  RDRR_ASSIGN_OR_RETURN(const std::optional<PrefillTile> prefill, prefill_tile(rec, a, ctx));
   if (prefill) return record_prefill(rec, a, *prefill, ctx, label);
   std::vector<SpecValue> spec;
   if (a.tuning.local_size_x != 0) spec.push_back({0, a.tuning.local_size_x});

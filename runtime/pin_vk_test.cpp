@@ -7,6 +7,7 @@
 
 #include "kernels/kernel_choice.h"
 #include "kernels/kernel_test_ref.h"
+#include "runtime/kv_cache.h"
 #include "runtime/ops.h"
 #include "runtime/vk_test_fixture.h"
 
@@ -43,6 +44,46 @@ TEST_F(PinTest, AddBiasBroadcastsOverRows) {
   EXPECT_NE(s.message().find("add_bias k_bias [n_b=300 rows=7]: bias range of 16 bytes < required 1200"),
             std::string::npos)
       << s.message();
+}
+
+// attention_prefill_f16 is an optional variant of attention_f16: a graph that does not pin it runs attention.comp
+// (packs pinned before it stay valid); one that pins only the variant runs it for prefill.
+TEST_F(PinTest, PrefillAttentionRunsOnlyWherePinned) {
+  auto cache = KvCache::create(dev(), {1, 2, 64, 32, DType::kF16}, "kv");
+  ASSERT_TRUE(cache.ok()) << cache.status().to_string();
+  Buffer q = upload(std::vector<float>(4 * 4 * 64, 0.5f), "q");
+  Buffer out = alloc(4 * 4 * 64 * 4, "out");
+  AttentionArgs a;
+  a.q = q.range();
+  a.kv = cache->layer(0);
+  a.out = out.range();
+  a.n_q = 4;
+  a.n_heads = 4;
+  a.scale = 0.125f;
+  const auto pinned_recorder = [&](std::set<std::string, std::less<>> allowed) {
+    RecorderOptions opts;
+    opts.allowed_kernels = std::make_shared<const std::set<std::string, std::less<>>>(std::move(allowed));
+    return Recorder::create(dev(), opts);
+  };
+  auto base_only = pinned_recorder({"attention_f16", "attention_split_f16", "attn_merge"});
+  ASSERT_TRUE(base_only.ok());
+  EXPECT_TRUE(record_attention(**base_only, a).ok());  // attention.comp
+  a.tuning.prefill = 2;
+  Status s = record_attention(**base_only, a);
+  EXPECT_EQ(s.code(), StatusCode::kUnsupported);
+  EXPECT_NE(s.message().find("the graph does not pin attention_prefill_f16 (an optional variant)"), std::string::npos)
+      << s.message();
+  a.tuning.prefill = 0;
+  auto variant_only = pinned_recorder({"attention_prefill_f16"});
+  ASSERT_TRUE(variant_only.ok());
+  EXPECT_TRUE(record_attention(**variant_only, a).ok());  // attention_prefill.comp: the only kernel it may run
+  a.tuning.prefill = 1;
+  s = record_attention(**variant_only, a);
+  EXPECT_EQ(s.code(), StatusCode::kIntegrity) << s.to_string();
+  EXPECT_EQ(kernels::kernel_variants("attention_f16").size(), 1u);
+  EXPECT_TRUE(kernels::kernel_companions("attention_f16").size() == 4u);
+  ASSERT_TRUE((*base_only)->submit_and_wait().ok());
+  ASSERT_TRUE((*variant_only)->submit_and_wait().ok());
 }
 
 TEST_F(PinTest, RecorderRejectsKernelsOutsideThePinnedSet) {
