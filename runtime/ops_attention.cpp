@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
-#include <type_traits>
 #include <vector>
 
 #include "rdrr/manifest.h"
@@ -120,6 +119,19 @@ Result<bool> use_decode_kernel(const DeviceCaps& caps, const AttentionArgs& a, c
   return false;
 }
 
+// The push constants of attention.comp, attention_decode.comp (before SPLIT's extra words) and
+// attention_prefill.comp.
+struct AttentionPush {
+  uint32_t n_q, n_heads, n_kv_heads, head_dim, capacity, p0, window, n_splits, chunk_len;
+  float scale, softcap;
+  uint32_t n_groups;
+};
+AttentionPush attention_push(const AttentionArgs& a, uint32_t n_splits, uint32_t chunk_len, uint64_t groups) {
+  return {a.n_q,     a.n_heads, a.kv.n_kv_heads, a.kv.head_dim, a.kv.capacity,
+          a.p0,      a.window,  n_splits,        chunk_len,     a.scale,
+          a.softcap, static_cast<uint32_t>(groups)};
+}
+
 // attention_prefill.comp's workgroup size and positions per tile; its shared memory (the kernel's header).
 struct PrefillTile {
   uint32_t threads = 0;
@@ -179,12 +191,7 @@ Status record_prefill(Recorder& rec, const AttentionArgs& a, PrefillTile tile, c
   const uint64_t rows = uint64_t{a.n_q} * (a.n_heads / a.kv.n_kv_heads);
   const uint64_t groups = uint64_t{a.kv.n_kv_heads} * ceil_div(rows, tile.threads / 4);
   RDRR_ASSIGN_OR_RETURN(auto grid, fold_groups(rec, groups, ctx));
-  const struct {
-    uint32_t n_q, n_heads, n_kv_heads, head_dim, capacity, p0, window, n_splits, chunk_len;
-    float scale, softcap;
-    uint32_t n_groups;
-  } push{a.n_q, a.n_heads, a.kv.n_kv_heads, a.kv.head_dim, a.kv.capacity, a.p0, a.window, 1, a.kv.capacity,
-         a.scale, a.softcap, static_cast<uint32_t>(groups)};
+  const AttentionPush push = attention_push(a, 1, a.kv.capacity, groups);
   const BufferRange bindings[] = {a.q, a.kv.k, a.kv.v, a.out};
   return rec.dispatch(*p, bindings, push, grid, label);
 }
@@ -301,13 +308,7 @@ Status record_attention(Recorder& rec, const AttentionArgs& a, std::string_view 
   const uint64_t rows = uint64_t{a.n_q} * a.n_heads;
   const uint64_t groups = rows * n_splits;
   RDRR_ASSIGN_OR_RETURN(auto grid, fold_groups(rec, groups, ctx));
-  const struct {
-    uint32_t n_q, n_heads, n_kv_heads, head_dim, capacity, p0, window, n_splits, chunk_len;
-    float scale, softcap;
-    uint32_t n_groups;
-  } push{a.n_q,     a.n_heads, a.kv.n_kv_heads, a.kv.head_dim, a.kv.capacity,
-         a.p0,      a.window,  n_splits,        chunk_len,     a.scale,
-         a.softcap, static_cast<uint32_t>(groups)};
+  const AttentionPush push = attention_push(a, n_splits, chunk_len, groups);
   if (n_splits == 1) {
     const BufferRange bindings[] = {a.q, a.kv.k, a.kv.v, a.out};
     return rec.dispatch(*p, bindings, push, grid, label);
@@ -319,7 +320,7 @@ Status record_attention(Recorder& rec, const AttentionArgs& a, std::string_view 
     const bool merge_here = a.n_heads <= kTicketWords;
     if (merge_here) RDRR_RETURN_IF_ERROR(zero_tickets(rec, a.scratch, ctx));
     const struct {
-      std::remove_const_t<decltype(push)> base;
+      AttentionPush base;
       uint32_t ticket_base, part_base, pad0, pad1;
     } split_push{push, merge_here ? 0u : ~0u, kTicketWords, 0, 0};
     const BufferRange bindings[] = {a.q, a.kv.k, a.kv.v, a.scratch.sub(0, scratch_bytes), a.out};
