@@ -324,7 +324,8 @@ class Checker {
                                                  ", tensor is " + std::string(quant::layout_name(layout)));
     }
     std::string_view why;
-    if (op.weight == WeightKind::kMatmul && !kernels::matmul_kernel_fits(k, layout, t.shape[1], &why)) {
+    const bool expert_step = op.weight == WeightKind::kExpertsIn || op.weight == WeightKind::kExpertsOut;
+    if ((op.weight == WeightKind::kMatmul || expert_step) && !kernels::matmul_kernel_fits(k, layout, t.shape[1], &why)) {
       return error(StatusCode::kUnsupported, what + ": kernel cannot read this " +
                                                  std::string(quant::layout_name(layout)) + " weight of K " +
                                                  std::to_string(t.shape[1]) + " (" + std::string(why) + ")");

@@ -118,7 +118,8 @@ struct LayerSteps {
   Status experts(std::string_view op, ModelTensor weight, Op kernel_op) {
     RDRR_ASSIGN_OR_RETURN(const TensorEntry* t, p.tensor(model_tensor_name(weight, layer), op));
     const Layout layout = t->layout.value_or(Layout::kRowWise);
-    const KernelInfo* k = find_kernel(kernel_op, t->dtype, layout);
+    const uint64_t k_inputs = t->shape.size() == 2 ? t->shape[1] : 0;
+    const KernelInfo* k = kernels::pinned_moe_kernel(kernel_op, t->dtype, layout, k_inputs);
     if (k == nullptr) {
       return error(StatusCode::kUnsupported, "tensor " + t->name + ": no " + std::string(kernels::op_name(kernel_op)) +
                                                  " kernel reads " + std::string(quant::dtype_name(t->dtype)) + " " +

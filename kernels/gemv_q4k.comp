@@ -13,6 +13,15 @@
 //     index of the range's first block), block_begin (block index at w_base), n_groups, pad.
 //   Spec: 0 local_size_x (64), 1 NUM_ROWS (4), 2 DIAG (0), 3 UNROLL (1).
 //   Grid: ceil(n_rows / NUM_ROWS) workgroups, folded into x and y.
+// ROWS MOE (moe_gemv.comp's contract over a stacked expert weight [E * N, K], row_wise or flat with K % 256
+// == 0, K % 4 == 0): rows e*N + n of the experts named in ids, x row of slot s at element s * K (or (s / T) * K).
+//   gather (no COMBINE): y[s, n] = W[ids[s]*N + n, :] . x[s / T, :]; an id >= E gives 0.
+//     Bindings: 0 W (uvec4), 1 x (f32 [M, K]), 2 ids (uint32 [M*T]), 3 y (f32 [M*T, N]).
+//   COMBINE: y[m, n] = sum_j weights[m*T + j] * (W[ids[m*T + j]*N + n, :] . x[m*T + j, :]), j in order, ids >= E
+//     left out. Bindings: 0 W, 1 x (f32 [M*T, K]), 2 ids, 3 weights (f32 [M*T]), 4 y (f32 [M, N]).
+//   Push: n_rows (N per expert), k, row_stride, w_base (uvec4 index of the stacked weight's first block),
+//     n_experts, top_k, n_row_groups (ceil(N / NUM_ROWS)), n_groups (n_row_groups * (M*T gather, M COMBINE)).
+//   Spec and grid as ROWS, row groups fastest.
 //
 // COLUMN_SPLIT (column_wise): block (k, b) at k * blocks_per_k + b holds outputs b*256 .. b*256+255 of input
 // k, so the blocks of a range of inputs are contiguous memory. The inputs are cut into splits of k_chunk;
@@ -65,7 +74,15 @@ layout(constant_id = 3) const uint UNROLL = 4;  // inputs per slice and iteratio
 layout(binding = 0) readonly buffer W { uvec4 wv[]; };
 layout(binding = 1) readonly buffer X { float x[]; };
 layout(binding = 1) readonly buffer X4 { vec4 x4[]; };  // same binding, for aligned 4-value loads
-#if defined(ROWS)
+#if defined(ROWS) && defined(MOE)
+layout(binding = 2) readonly buffer Ids { uint ids[]; };
+#if defined(COMBINE)
+layout(binding = 3) readonly buffer Weights { float weights[]; };
+layout(binding = 4) writeonly buffer Y { float y[]; };
+#else
+layout(binding = 3) writeonly buffer Y { float y[]; };
+#endif
+#elif defined(ROWS)
 layout(binding = 2) writeonly buffer Y { float y[]; };
 #else
 layout(binding = 2) coherent buffer Part { float part[]; };  // partials [splits][n_out], then tickets
@@ -75,6 +92,18 @@ layout(binding = 3) writeonly buffer Y { float y[]; };
 
 #if defined(ROWS)
 
+#if defined(MOE)
+layout(push_constant) uniform Push {
+  uint n_rows;
+  uint k;
+  uint row_stride;
+  uint w_base;
+  uint n_experts;
+  uint top_k;
+  uint n_row_groups;
+  uint n_groups;
+} pc;
+#else
 layout(push_constant) uniform Push {
   uint n_rows;
   uint k;
@@ -85,39 +114,40 @@ layout(push_constant) uniform Push {
   uint n_groups;
   uint pad0;
 } pc;
+#endif
 
 shared float row_scratch[NUM_ROWS * gl_WorkGroupSize.x];
 
-// x values of item j of block b: xl = values 64c + 16h + (0..15), xh = those + 32; zero past k.
-void load_x(uint b, uint j, out vec4 xl[4], out vec4 xh[4]) {
+// x values of item j of block b of the x row at element xb (a multiple of 4): xl = values 64c + 16h + (0..15),
+// xh = those + 32; zero past k.
+void load_x(uint b, uint j, uint xb, out vec4 xl[4], out vec4 xh[4]) {
   const uint e0 = b * 256u + 64u * (j >> 1) + 16u * (j & 1u);
   if (b * 256u + 256u <= pc.k) {
     [[unroll]] for (uint i = 0u; i < 4u; ++i) {
-      xl[i] = x4[(e0 >> 2) + i];
-      xh[i] = x4[((e0 + 32u) >> 2) + i];
+      xl[i] = x4[((xb + e0) >> 2) + i];
+      xh[i] = x4[((xb + e0 + 32u) >> 2) + i];
     }
   } else {
     [[unroll]] for (uint i = 0u; i < 4u; ++i) {
       [[unroll]] for (uint t = 0u; t < 4u; ++t) {
         const uint e = e0 + 4u * i + t;
-        xl[i][t] = e < pc.k ? x[e] : 0.0;
-        xh[i][t] = e + 32u < pc.k ? x[e + 32u] : 0.0;
+        xl[i][t] = e < pc.k ? x[xb + e] : 0.0;
+        xh[i][t] = e + 32u < pc.k ? x[xb + e + 32u] : 0.0;
       }
     }
   }
 }
 
-void main() {
-  const uint g = folded_group_index();
-  if (g >= pc.n_groups) return;
-  const uint blocks_per_row = pc.row_stride / 256u;
+// acc[r] += scale * (row r . x) for the n_valid <= NUM_ROWS rows whose first blocks start at uvec4 index blk_first
+// (row r at blk_first + r * blocks_per_row blocks), x from element xb.
+void accumulate_rows(uint blk_first, uint blocks_per_row, uint n_valid, uint xb, float scale,
+                     inout float acc[NUM_ROWS]) {
   const uint n_items = ((pc.k + 255u) / 256u) * 8u;
-  const uint row0 = g * NUM_ROWS;
-  float acc[NUM_ROWS];
+  float part[NUM_ROWS];
   uint blk0[NUM_ROWS];  // uvec4 index of each row's first block
   [[unroll]] for (uint r = 0u; r < NUM_ROWS; ++r) {
-    acc[r] = 0.0;
-    blk0[r] = pc.w_base + ((pc.row_begin + row0 + r) * blocks_per_row - pc.block_begin) * Q4V_BLOCK_VECS;
+    part[r] = 0.0;
+    blk0[r] = blk_first + r * blocks_per_row * Q4V_BLOCK_VECS;
   }
   const vec4 ones = vec4(1.0);
   // UNROLL items per iteration: every weight vector of all of them is loaded before any is decoded.
@@ -127,7 +157,7 @@ void main() {
     [[unroll]] for (uint u = 0u; u < UNROLL; ++u) {
       const uint item = it0 + u * gl_WorkGroupSize.x;
       [[unroll]] for (uint r = 0u; r < NUM_ROWS; ++r) {
-        if (item < n_items && row0 + r < pc.n_rows) {
+        if (item < n_items && r < n_valid) {
           const uint bi = blk0[r] + (item >> 3) * Q4V_BLOCK_VECS;
           hdr[u * NUM_ROWS + r] = wv[bi];
           qv[u * NUM_ROWS + r] = wv[bi + 1u + (item & 7u)];
@@ -147,7 +177,7 @@ void main() {
           xh[i] = vec4(float(it - i));
         }
       } else {
-        load_x(b, j, xl, xh);
+        load_x(b, j, xb, xl, xh);
       }
       const vec4 xsum_lo = xl[0] + xl[1] + xl[2] + xl[3];
       const vec4 xsum_hi = xh[0] + xh[1] + xh[2] + xh[3];
@@ -156,7 +186,7 @@ void main() {
       const float off_lo = dot(xsum_lo, Q4V_OFF_LO);  // the decode's offsets (q4v_word_mixed) times x
       const float off_hi = dot(xsum_hi, Q4V_OFF_HI);
       [[unroll]] for (uint r = 0u; r < NUM_ROWS; ++r) {
-        if (row0 + r < pc.n_rows) {
+        if (r < n_valid) {
           const uvec4 h = hdr[u * NUM_ROWS + r];
           const uvec4 q = qv[u * NUM_ROWS + r];
           float dot_lo = 0.0;
@@ -178,23 +208,63 @@ void main() {
           }
           const vec2 dm = unpackHalf2x16(h.x);
           const vec4 s = q4v_scales(h, j >> 1);
-          acc[r] += dm.x * (s.x * dot_lo + s.y * dot_hi) - dm.y * (s.z * sum_lo + s.w * sum_hi);
+          part[r] += dm.x * (s.x * dot_lo + s.y * dot_hi) - dm.y * (s.z * sum_lo + s.w * sum_hi);
         }
       }
     }
   }
-  // One reduction for all rows: subgroup sums, then invocation r adds row r's subgroup sums in order.
+  [[unroll]] for (uint r = 0u; r < NUM_ROWS; ++r) acc[r] += scale * part[r];
+}
+
+// One reduction for all rows: subgroup sums, then invocation r adds row r's subgroup sums in order and writes
+// y[y_first + r].
+void store_rows(float acc[NUM_ROWS], uint n_valid, uint y_first) {
   [[unroll]] for (uint r = 0u; r < NUM_ROWS; ++r) {
     const float s = subgroupAdd(acc[r]);
     if (subgroupElect()) row_scratch[r * gl_NumSubgroups + gl_SubgroupID] = s;
   }
   barrier();
   const uint r = gl_LocalInvocationID.x;
-  if (r < NUM_ROWS && row0 + r < pc.n_rows) {
+  if (r < n_valid) {
     float total = 0.0;
     for (uint i = 0u; i < gl_NumSubgroups; ++i) total += row_scratch[r * gl_NumSubgroups + i];
-    y[pc.row_begin + row0 + r] = total;
+    y[y_first + r] = total;
   }
+}
+
+void main() {
+  const uint g = folded_group_index();
+  if (g >= pc.n_groups) return;
+  const uint blocks_per_row = pc.row_stride / 256u;
+  float acc[NUM_ROWS];
+  [[unroll]] for (uint r = 0u; r < NUM_ROWS; ++r) acc[r] = 0.0;
+#if defined(MOE)
+  const uint n0 = (g % pc.n_row_groups) * NUM_ROWS;  // first output row within the expert
+  const uint slot = g / pc.n_row_groups;              // gather: m*T + j; COMBINE: m
+  const uint n_valid = min(NUM_ROWS, pc.n_rows - n0);
+#if defined(COMBINE)
+  for (uint j = 0u; j < pc.top_k; ++j) {
+    const uint s = slot * pc.top_k + j;
+    const uint e = ids[s];
+    if (e >= pc.n_experts) continue;
+    accumulate_rows(pc.w_base + (e * pc.n_rows + n0) * blocks_per_row * Q4V_BLOCK_VECS, blocks_per_row, n_valid,
+                    s * pc.k, weights[s], acc);
+  }
+#else
+  const uint e = ids[slot];
+  if (e < pc.n_experts) {
+    accumulate_rows(pc.w_base + (e * pc.n_rows + n0) * blocks_per_row * Q4V_BLOCK_VECS, blocks_per_row, n_valid,
+                    (slot / pc.top_k) * pc.k, 1.0, acc);
+  }
+#endif
+  store_rows(acc, n_valid, slot * pc.n_rows + n0);
+#else
+  const uint row0 = g * NUM_ROWS;
+  const uint n_valid = min(NUM_ROWS, pc.n_rows - row0);
+  accumulate_rows(pc.w_base + ((pc.row_begin + row0) * blocks_per_row - pc.block_begin) * Q4V_BLOCK_VECS,
+                  blocks_per_row, n_valid, 0u, 1.0, acc);
+  store_rows(acc, n_valid, pc.row_begin + row0);
+#endif
 }
 
 #else  // COLUMN_SPLIT

@@ -17,6 +17,10 @@
 //     index of the range's first block), block_begin (block index at w_base), n_groups, pad.
 //   Spec: 0 local_size_x (64), 1 NUM_ROWS (2).
 //   Grid: ceil(n_rows / NUM_ROWS) workgroups, folded into x and y.
+// MOE (moe_gemv.comp's contract over a stacked expert weight [E * N, K], rows of whole blocks, K % 4 == 0): as
+// gemv_q4k.comp ROWS MOE (gather, or COMBINE with the router weights), w_base a 2-byte index.
+//   Bindings: 0 W, 1 x, 2 ids, 3 y (gather) or 3 weights, 4 y (COMBINE).
+//   Push: n_rows (N per expert), k, row_stride, w_base, n_experts, top_k, n_row_groups, n_groups.
 #extension GL_EXT_shader_16bit_storage : require
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
@@ -29,9 +33,26 @@ layout(constant_id = 1) const uint NUM_ROWS = 2;
 layout(binding = 0) readonly buffer W { uint w[]; };
 layout(binding = 0) readonly buffer W16 { uint16_t w16[]; };  // same binding: the d halves
 layout(binding = 1) readonly buffer X4 { vec4 x4[]; };
+#if defined(MOE)
+layout(binding = 2) readonly buffer Ids { uint ids[]; };
+#if defined(COMBINE)
+layout(binding = 3) readonly buffer Weights { float weights[]; };
+layout(binding = 4) writeonly buffer Y { float y[]; };
+#else
+layout(binding = 3) writeonly buffer Y { float y[]; };
+#endif
+layout(push_constant) uniform Push {
+  uint n_rows;
+  uint k;
+  uint row_stride;
+  uint w_base;
+  uint n_experts;
+  uint top_k;
+  uint n_row_groups;
+  uint n_groups;
+} pc;
+#else
 layout(binding = 2) writeonly buffer Y { float y[]; };
-#include "word_loads.glsl"
-
 layout(push_constant) uniform Push {
   uint n_rows;
   uint k;
@@ -42,6 +63,8 @@ layout(push_constant) uniform Push {
   uint n_groups;
   uint pad0;
 } pc;
+#endif
+#include "word_loads.glsl"
 
 #define Q6V_BLOCK_HALFS 105u
 
@@ -51,17 +74,16 @@ shared float row_scratch[NUM_ROWS * gl_WorkGroupSize.x];
 // = code and exponent 150 - p is 2^(23 - p) + code exactly.
 float code_at(uint v, uint p) { return uintBitsToFloat((v & (63u << p)) | ((150u - p) << 23)) - float((1u << (23u - p)) + 32u); }
 
-void main() {
-  const uint g = folded_group_index();
-  if (g >= pc.n_groups) return;
-  const uint blocks_per_row = pc.row_stride / 256u;
+// acc[r] += scale * (row r . x) for the n_valid <= NUM_ROWS rows whose first blocks start at 2-byte index hb_first
+// (row r at hb_first + r * blocks_per_row blocks), x from element xb (a multiple of 4).
+void accumulate_rows(uint hb_first, uint blocks_per_row, uint n_valid, uint xb, float scale,
+                     inout float acc[NUM_ROWS]) {
   const uint n_items = ((pc.k + 255u) / 256u) * 4u;
-  const uint row0 = g * NUM_ROWS;
-  float acc[NUM_ROWS];
+  float sum[NUM_ROWS];
   uint hb0[NUM_ROWS];  // 2-byte index of each row's first block
   [[unroll]] for (uint r = 0u; r < NUM_ROWS; ++r) {
-    acc[r] = 0.0;
-    hb0[r] = pc.w_base + ((pc.row_begin + row0 + r) * blocks_per_row - pc.block_begin) * Q6V_BLOCK_HALFS;
+    sum[r] = 0.0;
+    hb0[r] = hb_first + r * blocks_per_row * Q6V_BLOCK_HALFS;
   }
   for (uint it = gl_LocalInvocationID.x; it < n_items; it += gl_WorkGroupSize.x) {
     const uint b = it >> 2;
@@ -73,7 +95,7 @@ void main() {
     uvec2 scw[NUM_ROWS];
     float dv[NUM_ROWS];
     [[unroll]] for (uint r = 0u; r < NUM_ROWS; ++r) {
-      if (row0 + r < pc.n_rows) {
+      if (r < n_valid) {
         const uint hb = hb0[r] + b * Q6V_BLOCK_HALFS;
         qla[r] = segment16(hb + 32u * h + 8u * lh);
         qlb[r] = segment16(hb + 32u * h + 16u + 8u * lh);
@@ -91,10 +113,10 @@ void main() {
       vec4 xv[4];
       [[unroll]] for (uint m = 0u; m < 4u; ++m) {
         const uint e = e0 + 32u * qtr + 4u * m;
-        xv[m] = full || e < pc.k ? x4[e >> 2] : vec4(0.0);  // k % 4 == 0 (runtime): 4 values in or out together
+        xv[m] = full || e < pc.k ? x4[(xb + e) >> 2] : vec4(0.0);  // k % 4 == 0 (runtime): 4 values in or out together
       }
       [[unroll]] for (uint r = 0u; r < NUM_ROWS; ++r) {
-        if (row0 + r < pc.n_rows) {
+        if (r < n_valid) {
           float s = 0.0;
           [[unroll]] for (uint m = 0u; m < 4u; ++m) {
             const uint lw = (qtr & 1u) == 0u ? qla[r][m] : qlb[r][m];
@@ -110,18 +132,58 @@ void main() {
       }
     }
     [[unroll]] for (uint r = 0u; r < NUM_ROWS; ++r) {
-      if (row0 + r < pc.n_rows) acc[r] += dv[r] * part[r];
+      if (r < n_valid) sum[r] += dv[r] * part[r];
     }
   }
+  [[unroll]] for (uint r = 0u; r < NUM_ROWS; ++r) acc[r] += scale * sum[r];
+}
+
+// One reduction for all rows (subgroup sums, then the subgroups' sums in order); writes y[y_first + r].
+void store_rows(float acc[NUM_ROWS], uint n_valid, uint y_first) {
   [[unroll]] for (uint r = 0u; r < NUM_ROWS; ++r) {
     const float s = subgroupAdd(acc[r]);
     if (subgroupElect()) row_scratch[r * gl_NumSubgroups + gl_SubgroupID] = s;
   }
   barrier();
   const uint r = gl_LocalInvocationID.x;
-  if (r < NUM_ROWS && row0 + r < pc.n_rows) {
+  if (r < n_valid) {
     float total = 0.0;
     for (uint i = 0u; i < gl_NumSubgroups; ++i) total += row_scratch[r * gl_NumSubgroups + i];
-    y[pc.row_begin + row0 + r] = total;
+    y[y_first + r] = total;
   }
+}
+
+void main() {
+  const uint g = folded_group_index();
+  if (g >= pc.n_groups) return;
+  const uint blocks_per_row = pc.row_stride / 256u;
+  float acc[NUM_ROWS];
+  [[unroll]] for (uint r = 0u; r < NUM_ROWS; ++r) acc[r] = 0.0;
+#if defined(MOE)
+  const uint n0 = (g % pc.n_row_groups) * NUM_ROWS;  // first output row within the expert
+  const uint slot = g / pc.n_row_groups;              // gather: m*T + j; COMBINE: m
+  const uint n_valid = min(NUM_ROWS, pc.n_rows - n0);
+#if defined(COMBINE)
+  for (uint j = 0u; j < pc.top_k; ++j) {
+    const uint s = slot * pc.top_k + j;
+    const uint e = ids[s];
+    if (e >= pc.n_experts) continue;
+    accumulate_rows(pc.w_base + (e * pc.n_rows + n0) * blocks_per_row * Q6V_BLOCK_HALFS, blocks_per_row, n_valid,
+                    s * pc.k, weights[s], acc);
+  }
+#else
+  const uint e = ids[slot];
+  if (e < pc.n_experts) {
+    accumulate_rows(pc.w_base + (e * pc.n_rows + n0) * blocks_per_row * Q6V_BLOCK_HALFS, blocks_per_row, n_valid,
+                    (slot / pc.top_k) * pc.k, 1.0, acc);
+  }
+#endif
+  store_rows(acc, n_valid, slot * pc.n_rows + n0);
+#else
+  const uint row0 = g * NUM_ROWS;
+  const uint n_valid = min(NUM_ROWS, pc.n_rows - row0);
+  accumulate_rows(pc.w_base + ((pc.row_begin + row0) * blocks_per_row - pc.block_begin) * Q6V_BLOCK_HALFS,
+                  blocks_per_row, n_valid, 0u, 1.0, acc);
+  store_rows(acc, n_valid, pc.row_begin + row0);
+#endif
 }

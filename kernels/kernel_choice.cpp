@@ -1,5 +1,6 @@
 #include "kernels/kernel_choice.h"
 
+#include <algorithm>
 #include <string>
 
 #include "quant/blocks.h"
@@ -121,6 +122,18 @@ const KernelInfo* pinned_matmul_kernel(MatmulPass pass, DType dtype, Layout layo
   return find_kernel(pass == MatmulPass::kPrefill ? Op::kGemm : Op::kGemv, dtype, layout);
 }
 
+const KernelInfo* pinned_moe_kernel(Op op, DType dtype, Layout layout, uint64_t k) {
+  std::string_view vec;
+  if (dtype == DType::kQ4_K) vec = op == Op::kMoeGemvCombine ? "moe_gemv_combine_q4_k_vec" : "moe_gemv_q4_k_vec";
+  if (dtype == DType::kQ6_K) vec = op == Op::kMoeGemvCombine ? "moe_gemv_combine_q6_k_vec" : "moe_gemv_q6_k_vec";
+  const KernelInfo* info = vec.empty() ? nullptr : find_kernel(vec);
+  if (info != nullptr && std::find(info->layouts.begin(), info->layouts.end(), layout) != info->layouts.end() &&
+      matmul_kernel_fits(*info, layout, k)) {
+    return info;
+  }
+  return find_kernel(op, dtype, layout);  // the generic entry (listed first)
+}
+
 bool matmul_kernel_fits(const KernelInfo& kernel, Layout layout, uint64_t k, std::string_view* why) {
   const bool whole_blocks = layout == Layout::kRowWise || k % quant::kQK_K == 0;
   bool fits = true;
@@ -131,6 +144,13 @@ bool matmul_kernel_fits(const KernelInfo& kernel, Layout layout, uint64_t k, std
   } else if (kernel.name == "gemv_q6_k_vec") {
     fits = whole_blocks && k % 4 == 0;
     rule = "rows not whole blocks or K not a multiple of 4";
+  } else if (kernel.name.ends_with("_vec") && (kernel.op == Op::kMoeGemv || kernel.op == Op::kMoeGemvCombine)) {
+    fits = whole_blocks && k % 4 == 0;
+    rule = "rows not whole blocks or K not a multiple of 4";
+  } else if ((kernel.op == Op::kMoeGemv || kernel.op == Op::kMoeGemvCombine) && layout == Layout::kFlat &&
+             kernel.dtypes.size() == 1 && quant::is_block_quantized(kernel.dtypes[0])) {
+    fits = k % static_cast<uint64_t>(quant::block_elems(kernel.dtypes[0])) == 0;
+    rule = "flat expert rows must start on a block boundary (K a multiple of the block)";
   }
   if (!fits && why != nullptr) *why = rule;
   return fits;

@@ -50,12 +50,19 @@ enum class MatmulPass : uint8_t {
 // blocks with K % 4 == 0), else the generic kernel of the pass. nullptr: no kernel reads the weight.
 const KernelInfo* pinned_matmul_kernel(MatmulPass pass, quant::DType dtype, quant::Layout layout, uint64_t k);
 
+// The kernel a graph pins for an expert step (op kMoeGemv or kMoeGemvCombine) over a stacked [E * N, K] weight:
+// the vectorized expert GEMVs (moe_gemv[_combine]_q4_k_vec / _q6_k_vec) where matmul_kernel_fits, else the
+// generic moe_gemv kernel of the dtype. nullptr: no kernel reads the weight.
+const KernelInfo* pinned_moe_kernel(Op op, quant::DType dtype, quant::Layout layout, uint64_t k);
+
 // The rope kernel of a rope_q / rope_k step: rope_freqs when it rotates with the CPU frequency table (llama3 /
 // YaRN scaling, rdrr::rope_needs_freq_table, never on local steps), else rope.
 std::string_view rope_kernel(bool freq_table);
 
 // Whether `kernel` (one that accepts the dtype and layout) can multiply by a weight with K inputs: the
-// vectorized GEMVs need rows of whole blocks (row_wise, or K a multiple of 256), gemv_q6_k_vec also K % 4 == 0.
+// vectorized GEMVs need rows of whole blocks (row_wise, or K a multiple of 256), gemv_q6_k_vec also K % 4 == 0;
+// every expert GEMV needs rows that start on a block boundary (row_wise, or flat with K a multiple of the
+// block), the vectorized ones also K % 4 == 0 (each selected expert's x row starts at a multiple of K).
 // The graph checker and the runtime both apply it; `why` (when not null) gets the rule that failed.
 bool matmul_kernel_fits(const KernelInfo& kernel, quant::Layout layout, uint64_t k, std::string_view* why = nullptr);
 

@@ -51,6 +51,7 @@ struct MoeCase {
   runtime::MoeGemvTuning tuning{};
   uint32_t w_offset = 64;  // byte offset of the stacked weight in its buffer
   bool bad_id = false;     // one id >= E (reads nothing)
+  std::string kernel{};    // forced kernel; empty: the automatic choice (the vectorized kernels where they fit)
 };
 
 std::string case_text(const MoeCase& c) {
@@ -61,6 +62,7 @@ std::string case_text(const MoeCase& c) {
   if (c.tuning.num_rows) s += "_rows" + std::to_string(c.tuning.num_rows);
   if (c.w_offset != 64) s += "_off" + std::to_string(c.w_offset);
   if (c.bad_id) s += "_badid";
+  if (!c.kernel.empty()) s += c.kernel.ends_with("_vec") ? "_vec" : "_generic";
   return s;
 }
 std::string case_name(const ::testing::TestParamInfo<MoeCase>& info) { return case_text(info.param); }
@@ -149,6 +151,7 @@ OpCase moe_case(const MoeCase& c, uint32_t seed) {
     a.y = b["y"];
     a.combine = c.combine;
     a.tuning = c.tuning;
+    a.kernel = c.kernel;
     return runtime::record_moe_gemv(rec, a);
   };
   return oc;
@@ -192,6 +195,30 @@ std::vector<MoeCase> make_cases() {
     cases.push_back({DType::kQ6_K, Layout::kFlat, 4, 7, 256, 5, 4, combine});
     cases.push_back({DType::kQ4_K, Layout::kRowWise, 8, 21, 300, 5, 2, combine, {}, 64, true});
     cases.push_back({DType::kF16, Layout::kRowWise, 60, 33, 130, 5, 4, combine, {64, 2}, 66, true});
+  }
+  // The vectorized expert GEMVs (gemv_q4k.comp ROWS MOE, gemv_q6k.comp MOE), forced: the decode shape, a prefill
+  // shape at a 16-byte skip, several rows per workgroup, rows with padding (K = 260, K % 4 == 0: x rows of
+  // slots at multiples of 4), K = 768 (a row of 24 / 12 items: fewer than one subgroup of 32), flat blocks and
+  // a bad id. The automatic choice runs them wherever they fit, so the generic kernels are forced on copies of
+  // the Q4_K / Q6_K cases above.
+  const size_t n_base = cases.size();
+  for (size_t i = 0; i < n_base; ++i) {
+    if (cases[i].dtype != DType::kQ4_K && cases[i].dtype != DType::kQ6_K) continue;
+    MoeCase g = cases[i];
+    g.kernel = std::string(cases[i].combine ? "moe_gemv_combine_" : "moe_gemv_") +
+               (cases[i].dtype == DType::kQ4_K ? "q4_k" : "q6_k");
+    cases.push_back(g);
+  }
+  for (DType dt : {DType::kQ4_K, DType::kQ6_K}) {
+    for (bool combine : {false, true}) {
+      const std::string name = std::string(combine ? "moe_gemv_combine_" : "moe_gemv_") +
+                               (dt == DType::kQ4_K ? "q4_k" : "q6_k") + "_vec";
+      cases.push_back({dt, Layout::kRowWise, 8, 37, 512, 1, 2, combine, {}, 64, false, name});
+      cases.push_back({dt, Layout::kRowWise, 60, 19, 768, 5, 4, combine, {}, 80, false, name});
+      cases.push_back({dt, Layout::kRowWise, 4, 64, 1024, 5, 1, combine, {32, 3}, 64, false, name});
+      cases.push_back({dt, Layout::kRowWise, 8, 21, 260, 5, 2, combine, {}, 64, true, name});
+      cases.push_back({dt, Layout::kFlat, 8, 9, 512, 3, 2, combine, {64, 5}, 64, false, name});
+    }
   }
   return cases;
 }
@@ -524,6 +551,17 @@ TEST_F(MoeErrorsTest, GemvRules) {
       {"32-bit", [&] { auto a = args(); a.dtype = DType::kF32; a.n_experts = 256; a.n_rows = 4096; a.k = 4096;
                        return run(a); },
        StatusCode::kUnsupported, "32-bit element indexing"},
+      {"vec K % 4", [&] { auto a = args(); a.dtype = DType::kQ4_K; a.k = 302; a.x = io.range().sub(0, 1208);
+                          a.w = w.range().sub(0, 32 * 288); a.kernel = "moe_gemv_q4_k_vec"; return run(a); },
+       StatusCode::kUnsupported, "forced kernel moe_gemv_q4_k_vec cannot read this weight (rows not whole blocks or "
+                                 "K not a multiple of 4)"},
+      {"vec flat K", [&] { auto a = combine(); a.dtype = DType::kQ6_K; a.layout = Layout::kFlat; a.k = 256;
+                           a.w = w.range().sub(0, 32 * 210); a.x = io.range().sub(0, 2048);
+                           a.kernel = "moe_gemv_combine_q4_k_vec"; return run(a); },
+       StatusCode::kUnsupported, "moe_gemv_combine_q4_k_vec"},
+      {"vec unaligned", [&] { auto a = args(); a.dtype = DType::kQ4_K; a.k = 256; a.x = io.range().sub(0, 1024);
+                              a.w = w.range().sub(4, 32 * 144); a.kernel = "moe_gemv_q4_k_vec"; return run(a); },
+       StatusCode::kUnsupported, "forced kernel moe_gemv_q4_k_vec cannot run these args (blocks not 16-byte aligned)"},
   });
 }
 

@@ -289,12 +289,12 @@ Result<std::vector<SpecValue>> dot_spec(const GemvTuning& t, const kernels::Kern
 }
 
 // gemv_q6_k_vec's specialization: tuning overrides, and 32 invocations for rows of at most kQ6NarrowItems items.
-std::vector<SpecValue> q6_spec(const GemvTuning& t, uint32_t k) {
+std::vector<SpecValue> q6_spec(const GemvTuning& t, uint32_t k, const DeviceCaps& caps) {
   std::vector<SpecValue> spec;
   if (t.local_size_x != 0) {
     spec.push_back({0, t.local_size_x});
-  } else if (ceil_div(k, quant::kQK_K) * 4 <= kQ6NarrowItems) {
-    spec.push_back({0, kQ6NarrowLocalSize});
+  } else {
+    spec = vec_rows_local_size(true, k, 0, caps);
   }
   if (t.num_rows != 0) spec.push_back({1, t.num_rows});
   return spec;
@@ -344,17 +344,11 @@ Status record_rows(Recorder& rec, const GemvArgs& a, const kernels::KernelInfo* 
   if (dot) {
     RDRR_ASSIGN_OR_RETURN(spec, dot_spec(a.tuning, *kernel, caps, ctx));
   } else if (vec6) {
-    spec = q6_spec(a.tuning, a.k);
+    spec = q6_spec(a.tuning, a.k, caps);
   } else {
     spec = gemv_spec(a.tuning, false, *kernel, caps);
     if (vec && a.tuning.local_size_x == 0 && a.tuning.num_rows == 0) {
-      const uint64_t groups = ceil_div(a.n_rows, spec_default(*kernel, 1));
-      if (groups < kVecWideBelowGroups) {
-        spec.push_back({0, kVecWideLocalSize});
-      } else if (groups >= kVecNarrowFromGroups && caps.subgroup_size != 0 &&
-                 caps.subgroup_size <= kVecNarrowLocalSize) {
-        spec.push_back({0, kVecNarrowLocalSize});
-      }
+      spec = vec_rows_local_size(false, a.k, ceil_div(a.n_rows, spec_default(*kernel, 1)), caps);
     }
     if (vec && a.tuning.diag != 0) spec.push_back({2, a.tuning.diag});
     if (vec && a.tuning.unroll != 0) spec.push_back({3, a.tuning.unroll});
@@ -384,6 +378,22 @@ Status record_rows(Recorder& rec, const GemvArgs& a, const kernels::KernelInfo* 
 }
 
 }  // namespace
+
+namespace ops_detail {
+
+std::vector<SpecValue> vec_rows_local_size(bool q6_k, uint32_t k, uint64_t groups, const DeviceCaps& caps) {
+  if (q6_k) {
+    if (ceil_div(k, quant::kQK_K) * 4 <= kQ6NarrowItems) return {{0, kQ6NarrowLocalSize}};
+    return {};
+  }
+  if (groups < kVecWideBelowGroups) return {{0, kVecWideLocalSize}};
+  if (groups >= kVecNarrowFromGroups && caps.subgroup_size != 0 && caps.subgroup_size <= kVecNarrowLocalSize) {
+    return {{0, kVecNarrowLocalSize}};
+  }
+  return {};
+}
+
+}  // namespace ops_detail
 
 Status record_gemv_scratch_init(Recorder& rec, const BufferRange& scratch) {
   if (scratch.size < kTicketBytes) {

@@ -1,8 +1,11 @@
 // record_moe_route, record_moe_gemv, record_gated_add (kernels/moe_route.comp, moe_gemv.comp, gated_add.comp).
+#include <algorithm>
 #include <string>
 #include <vector>
 
+#include "kernels/kernel_choice.h"
 #include "kernels/registry.h"
+#include "quant/blocks.h"
 #include "runtime/device.h"
 #include "runtime/ops.h"
 #include "runtime/ops_util.h"
@@ -102,9 +105,6 @@ Status record_moe_gemv(Recorder& rec, const MoeGemvArgs& a, std::string_view lab
     return error(StatusCode::kUnsupported, ctx + ": no " + std::string(kernels::op_name(op)) +
                                                " kernel for this dtype and layout");
   }
-  if (!a.kernel.empty()) {
-    RDRR_ASSIGN_OR_RETURN(kernel, forced_kernel(a.kernel, op, a.dtype, a.layout, ctx));
-  }
   const bool quantized = quant::is_block_quantized(a.dtype);
   const uint64_t be = quantized ? static_cast<uint64_t>(quant::block_elems(a.dtype)) : 1;
   if (a.layout == Layout::kFlat && a.k % be != 0) {
@@ -112,6 +112,22 @@ Status record_moe_gemv(Recorder& rec, const MoeGemvArgs& a, std::string_view lab
                                                " == 0 (rows starting on a block boundary); k % " + std::to_string(be) +
                                                " = " + std::to_string(a.k % be) + " (store it row_wise)");
   }
+  if (!a.kernel.empty()) {
+    RDRR_ASSIGN_OR_RETURN(kernel, forced_kernel(a.kernel, op, a.dtype, a.layout, ctx));
+    std::string_view why;
+    if (!kernels::matmul_kernel_fits(*kernel, a.layout, a.k, &why)) {
+      return error(StatusCode::kUnsupported, ctx + ": forced kernel " + std::string(a.kernel) +
+                                                 " cannot read this weight (" + std::string(why) + ")");
+    }
+  } else {
+    kernel = kernels::pinned_moe_kernel(op, a.dtype, a.layout, a.k);
+  }
+  // The vectorized kernels (gemv_q4k.comp ROWS MOE, gemv_q6k.comp MOE) address W in their own units: Q4_K as
+  // 16-byte vectors, so the stacked weight's blocks must start 16-byte aligned (an automatic choice falls back
+  // to the generic kernel).
+  const bool vec = kernel->name.ends_with("_vec");
+  uint64_t unit_bytes = weight_unit_bytes(a.dtype);
+  if (vec && a.dtype == DType::kQ4_K) unit_bytes = kQ4KVecBytes;
   const uint64_t rows = uint64_t{a.n_experts} * a.n_rows;
   const uint64_t slots = uint64_t{a.m_rows} * a.top_k;
   const uint64_t row_stride = ceil_div(a.k, be) * be;
@@ -128,10 +144,9 @@ Status record_moe_gemv(Recorder& rec, const MoeGemvArgs& a, std::string_view lab
   RDRR_RETURN_IF_ERROR(need_bytes(a.ids, slots * 4, "ids", ctx));
   if (a.combine) RDRR_RETURN_IF_ERROR(need_bytes(a.weights, slots * 4, "weights", ctx));
   RDRR_RETURN_IF_ERROR(need_bytes(a.y, y_rows * a.n_rows * 4, "y", ctx));
-  const uint64_t unit_bytes = weight_unit_bytes(a.dtype);
-  if (a.w.offset % unit_bytes != 0) {
+  if (a.w.offset % weight_unit_bytes(a.dtype) != 0) {
     return error(StatusCode::kValidation, ctx + ": w offset " + std::to_string(a.w.offset) + " is not a multiple of " +
-                                              std::to_string(unit_bytes));
+                                              std::to_string(weight_unit_bytes(a.dtype)));
   }
   const BufferRange y = a.y.sub(0, y_rows * a.n_rows * 4);
   RDRR_RETURN_IF_ERROR(need_apart(y, "y", a.w.sub(0, w_bytes), "w", ctx));
@@ -148,9 +163,28 @@ Status record_moe_gemv(Recorder& rec, const MoeGemvArgs& a, std::string_view lab
                      std::to_string(bind_bytes) + " bytes), exceeds the device's storage-buffer binding limit of " +
                      std::to_string(dev.binding_limit_bytes()) + " bytes (MoE weights are not split over bindings)");
   }
+  if (vec && skip % unit_bytes != 0) {
+    if (!a.kernel.empty()) {
+      return error(StatusCode::kUnsupported, ctx + ": forced kernel " + std::string(a.kernel) +
+                                                 " cannot run these args (blocks not 16-byte aligned)");
+    }
+    kernel = kernels::find_kernel(op, a.dtype, a.layout);
+    unit_bytes = weight_unit_bytes(a.dtype);
+  }
   std::vector<SpecValue> spec;
   if (a.tuning.local_size_x != 0) spec.push_back({0, a.tuning.local_size_x});
   if (a.tuning.num_rows != 0) spec.push_back({1, a.tuning.num_rows});
+  if (kernel->name.ends_with("_vec") && spec.empty()) {
+    // The dense rows GEMV's workgroup sizes for this many workgroups; rows of at most 32 Q4_K items (K <= 1024)
+    // one 32-invocation group (64 would leave half of them idle).
+    uint32_t rows_per_group = 1;
+    for (const kernels::SpecInfo& si : kernel->spec) {
+      if (si.id == 1) rows_per_group = std::max<uint32_t>(si.default_value, 1);
+    }
+    const uint64_t default_groups = ceil_div(a.n_rows, rows_per_group) * y_rows;
+    spec = vec_rows_local_size(a.dtype == DType::kQ6_K, a.k, default_groups, dev.caps());
+    if (a.dtype == DType::kQ4_K && ceil_div(a.k, quant::kQK_K) * 8 <= 32) spec = {{0, 32}};
+  }
   Result<const Pipeline*> pipe = dev.pipelines().get(*kernel, spec);
   if (!pipe.ok()) return pipe.status().context(ctx);
   const uint64_t row_groups = ceil_div(a.n_rows, (*pipe)->spec(1));

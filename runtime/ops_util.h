@@ -6,6 +6,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "kernels/kernel_choice.h"
 #include "quant/dtype.h"
@@ -30,6 +31,11 @@ inline uint64_t weight_unit_bytes(quant::DType dtype) {
 // Q4_K kernels that read blocks as uvec4 (gemv_q4k*.comp, gemm.comp's fast tiles) need blocks starting at
 // this alignment in the binding.
 constexpr uint64_t kQ4KVecBytes = 16;
+
+// The workgroup size of a vectorized rows GEMV (gemv_q4k.comp ROWS, gemv_q6k.comp; dense or expert rows) with
+// no tuning override, for `groups` workgroups over rows of k inputs: {0, size} specialization entries, empty for
+// the registry default (runtime/ops_gemv.cpp; bench/README.md, Q4_K / Q6_K GEMV).
+std::vector<SpecValue> vec_rows_local_size(bool q6_k, uint32_t k, uint64_t groups, const DeviceCaps& caps);
 
 // gemv_q4_k_dot's row group: the device's largest subgroup must divide it.
 constexpr uint32_t kDotGroupInvocations = 64;
