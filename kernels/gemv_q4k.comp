@@ -17,8 +17,10 @@
 // == 0, K % 4 == 0): rows e*N + n of the experts named in ids, x row of slot s at element s * K (or (s / T) * K).
 //   gather (no COMBINE): y[s, n] = W[ids[s]*N + n, :] . x[s / T, :]; an id >= E gives 0.
 //     Bindings: 0 W (uvec4), 1 x (f32 [M, K]), 2 ids (uint32 [M*T]), 3 y (f32 [M*T, N]).
-//   COMBINE: y[m, n] = sum_j weights[m*T + j] * (W[ids[m*T + j]*N + n, :] . x[m*T + j, :]), j in order, ids >= E
-//     left out. Bindings: 0 W, 1 x (f32 [M*T, K]), 2 ids, 3 weights (f32 [M*T]), 4 y (f32 [M, N]).
+//   COMBINE: y[m, n] = sum_j weights[m*T + j] * (W[ids[m*T + j]*N + n, :] . x[m*T + j, :]), ids >= E left out;
+//     the items of the T experts are one sequence spread over the workgroup, each term weighted as it is added
+//     (a fixed order: deterministic on a given device). Bindings: 0 W, 1 x (f32 [M*T, K]), 2 ids, 3 weights
+//     (f32 [M*T]), 4 y (f32 [M, N]).
 //   Push: n_rows (N per expert), k, row_stride, w_base (uvec4 index of the stacked weight's first block),
 //     n_experts, top_k, n_row_groups (ceil(N / NUM_ROWS)), n_groups (n_row_groups * (M*T gather, M COMBINE)).
 //   Spec and grid as ROWS, row groups fastest.
@@ -138,35 +140,66 @@ void load_x(uint b, uint j, uint xb, out vec4 xl[4], out vec4 xh[4]) {
   }
 }
 
-// acc[r] += scale * (row r . x) for the n_valid <= NUM_ROWS rows whose first blocks start at uvec4 index blk_first
-// (row r at blk_first + r * blocks_per_row blocks), x from element xb.
-void accumulate_rows(uint blk_first, uint blocks_per_row, uint n_valid, uint xb, float scale,
+#if defined(COMBINE)
+uint combine_token;  // m, and the first output row within the expert: set by main
+uint combine_n0;
+// Expert j of the token: false for an id >= E; else its rows' first block (uvec4 index), x row start and router
+// weight.
+bool combine_slot(uint j, uint row_vecs, out uint blk, out uint xb, out float wt) {
+  const uint s = combine_token * pc.top_k + j;
+  const uint e = ids[s];
+  blk = pc.w_base + (e * pc.n_rows + combine_n0) * row_vecs;
+  xb = s * pc.k;
+  wt = weights[s];
+  return e < pc.n_experts;
+}
+#endif
+
+// acc[r] += row r . x for the n_valid <= NUM_ROWS rows whose first blocks start at uvec4 index blk_first (row r
+// blocks_per_row blocks further each), x from element xb_first. COMBINE: over the n_slots = T experts of the token
+// (combine_slot; blk_first and xb_first unused), each item times its expert's router weight; the items of all T
+// experts form one sequence spread over the workgroup, so rows of few items still keep every invocation busy.
+void accumulate_rows(uint n_slots, uint blocks_per_row, uint n_valid, uint blk_first, uint xb_first,
                      inout float acc[NUM_ROWS]) {
   const uint n_items = ((pc.k + 255u) / 256u) * 8u;
+  const uint n_flat = n_slots * n_items;
+  const uint row_vecs = blocks_per_row * Q4V_BLOCK_VECS;
   float part[NUM_ROWS];
-  uint blk0[NUM_ROWS];  // uvec4 index of each row's first block
-  [[unroll]] for (uint r = 0u; r < NUM_ROWS; ++r) {
-    part[r] = 0.0;
-    blk0[r] = blk_first + r * blocks_per_row * Q4V_BLOCK_VECS;
-  }
+  [[unroll]] for (uint r = 0u; r < NUM_ROWS; ++r) part[r] = 0.0;
   const vec4 ones = vec4(1.0);
   // UNROLL items per iteration: every weight vector of all of them is loaded before any is decoded.
-  for (uint it0 = gl_LocalInvocationID.x; it0 < n_items; it0 += UNROLL * gl_WorkGroupSize.x) {
+  for (uint it0 = gl_LocalInvocationID.x; it0 < n_flat; it0 += UNROLL * gl_WorkGroupSize.x) {
     uvec4 hdr[UNROLL * NUM_ROWS];
     uvec4 qv[UNROLL * NUM_ROWS];
+    uint items[UNROLL];
+    uint xbs[UNROLL];
+    float wts[UNROLL];
+    bool oks[UNROLL];
     [[unroll]] for (uint u = 0u; u < UNROLL; ++u) {
-      const uint item = it0 + u * gl_WorkGroupSize.x;
+      const uint f = it0 + u * gl_WorkGroupSize.x;
+#if defined(COMBINE)
+      const uint slot_j = f / n_items;
+      items[u] = f - slot_j * n_items;
+      uint blk = 0u;
+      oks[u] = f < n_flat && combine_slot(slot_j, row_vecs, blk, xbs[u], wts[u]);
+#else
+      items[u] = f;
+      const uint blk = blk_first;
+      xbs[u] = xb_first;
+      wts[u] = 1.0;
+      oks[u] = f < n_flat;
+#endif
       [[unroll]] for (uint r = 0u; r < NUM_ROWS; ++r) {
-        if (item < n_items && r < n_valid) {
-          const uint bi = blk0[r] + (item >> 3) * Q4V_BLOCK_VECS;
+        if (oks[u] && r < n_valid) {
+          const uint bi = blk + r * row_vecs + (items[u] >> 3) * Q4V_BLOCK_VECS;
           hdr[u * NUM_ROWS + r] = wv[bi];
-          qv[u * NUM_ROWS + r] = wv[bi + 1u + (item & 7u)];
+          qv[u * NUM_ROWS + r] = wv[bi + 1u + (items[u] & 7u)];
         }
       }
     }
     [[unroll]] for (uint u = 0u; u < UNROLL; ++u) {
-      const uint it = it0 + u * gl_WorkGroupSize.x;
-      if (it >= n_items) break;
+      if (!oks[u]) continue;
+      const uint it = items[u];
       const uint b = it >> 3;
       const uint j = it & 7u;
       vec4 xl[4];
@@ -177,7 +210,7 @@ void accumulate_rows(uint blk_first, uint blocks_per_row, uint n_valid, uint xb,
           xh[i] = vec4(float(it - i));
         }
       } else {
-        load_x(b, j, xb, xl, xh);
+        load_x(b, j, xbs[u], xl, xh);
       }
       const vec4 xsum_lo = xl[0] + xl[1] + xl[2] + xl[3];
       const vec4 xsum_hi = xh[0] + xh[1] + xh[2] + xh[3];
@@ -208,12 +241,17 @@ void accumulate_rows(uint blk_first, uint blocks_per_row, uint n_valid, uint xb,
           }
           const vec2 dm = unpackHalf2x16(h.x);
           const vec4 s = q4v_scales(h, j >> 1);
-          part[r] += dm.x * (s.x * dot_lo + s.y * dot_hi) - dm.y * (s.z * sum_lo + s.w * sum_hi);
+          const float v = dm.x * (s.x * dot_lo + s.y * dot_hi) - dm.y * (s.z * sum_lo + s.w * sum_hi);
+#if defined(COMBINE)
+          part[r] += wts[u] * v;
+#else
+          part[r] += v;
+#endif
         }
       }
     }
   }
-  [[unroll]] for (uint r = 0u; r < NUM_ROWS; ++r) acc[r] += scale * part[r];
+  [[unroll]] for (uint r = 0u; r < NUM_ROWS; ++r) acc[r] += part[r];
 }
 
 // One reduction for all rows: subgroup sums, then invocation r adds row r's subgroup sums in order and writes
@@ -243,26 +281,22 @@ void main() {
   const uint slot = g / pc.n_row_groups;              // gather: m*T + j; COMBINE: m
   const uint n_valid = min(NUM_ROWS, pc.n_rows - n0);
 #if defined(COMBINE)
-  for (uint j = 0u; j < pc.top_k; ++j) {
-    const uint s = slot * pc.top_k + j;
-    const uint e = ids[s];
-    if (e >= pc.n_experts) continue;
-    accumulate_rows(pc.w_base + (e * pc.n_rows + n0) * blocks_per_row * Q4V_BLOCK_VECS, blocks_per_row, n_valid,
-                    s * pc.k, weights[s], acc);
-  }
+  combine_token = slot;
+  combine_n0 = n0;
+  accumulate_rows(pc.top_k, blocks_per_row, n_valid, 0u, 0u, acc);
 #else
   const uint e = ids[slot];
   if (e < pc.n_experts) {
-    accumulate_rows(pc.w_base + (e * pc.n_rows + n0) * blocks_per_row * Q4V_BLOCK_VECS, blocks_per_row, n_valid,
-                    (slot / pc.top_k) * pc.k, 1.0, acc);
+    accumulate_rows(1u, blocks_per_row, n_valid, pc.w_base + (e * pc.n_rows + n0) * blocks_per_row * Q4V_BLOCK_VECS,
+                    (slot / pc.top_k) * pc.k, acc);
   }
 #endif
   store_rows(acc, n_valid, slot * pc.n_rows + n0);
 #else
   const uint row0 = g * NUM_ROWS;
   const uint n_valid = min(NUM_ROWS, pc.n_rows - row0);
-  accumulate_rows(pc.w_base + ((pc.row_begin + row0) * blocks_per_row - pc.block_begin) * Q4V_BLOCK_VECS,
-                  blocks_per_row, n_valid, 0u, 1.0, acc);
+  accumulate_rows(1u, blocks_per_row, n_valid,
+                  pc.w_base + ((pc.row_begin + row0) * blocks_per_row - pc.block_begin) * Q4V_BLOCK_VECS, 0u, acc);
   store_rows(acc, n_valid, pc.row_begin + row0);
 #endif
 }

@@ -18,7 +18,8 @@
 //   Spec: 0 local_size_x (64), 1 NUM_ROWS (2).
 //   Grid: ceil(n_rows / NUM_ROWS) workgroups, folded into x and y.
 // MOE (moe_gemv.comp's contract over a stacked expert weight [E * N, K], rows of whole blocks, K % 4 == 0): as
-// gemv_q4k.comp ROWS MOE (gather, or COMBINE with the router weights), w_base a 2-byte index.
+// gemv_q4k.comp ROWS MOE (gather, or COMBINE with the router weights: the items of the T experts one sequence
+// over the workgroup), w_base a 2-byte index.
 //   Bindings: 0 W, 1 x, 2 ids, 3 y (gather) or 3 weights, 4 y (COMBINE).
 //   Push: n_rows (N per expert), k, row_stride, w_base, n_experts, top_k, n_row_groups, n_groups.
 #extension GL_EXT_shader_16bit_storage : require
@@ -74,18 +75,45 @@ shared float row_scratch[NUM_ROWS * gl_WorkGroupSize.x];
 // = code and exponent 150 - p is 2^(23 - p) + code exactly.
 float code_at(uint v, uint p) { return uintBitsToFloat((v & (63u << p)) | ((150u - p) << 23)) - float((1u << (23u - p)) + 32u); }
 
-// acc[r] += scale * (row r . x) for the n_valid <= NUM_ROWS rows whose first blocks start at 2-byte index hb_first
-// (row r at hb_first + r * blocks_per_row blocks), x from element xb (a multiple of 4).
-void accumulate_rows(uint hb_first, uint blocks_per_row, uint n_valid, uint xb, float scale,
+#if defined(COMBINE)
+uint combine_token;  // m, and the first output row within the expert: set by main
+uint combine_n0;
+// Expert j of the token: false for an id >= E; else its rows' first block (2-byte index), x row start and router
+// weight.
+bool combine_slot(uint j, uint row_halfs, out uint hb, out uint xb, out float wt) {
+  const uint s = combine_token * pc.top_k + j;
+  const uint e = ids[s];
+  hb = pc.w_base + (e * pc.n_rows + combine_n0) * row_halfs;
+  xb = s * pc.k;
+  wt = weights[s];
+  return e < pc.n_experts;
+}
+#endif
+
+// acc[r] += row r . x for the n_valid <= NUM_ROWS rows whose first blocks start at 2-byte index hb_first (row r
+// blocks_per_row blocks further each), x from element xb_first (a multiple of 4). COMBINE: over the n_slots = T
+// experts of the token (combine_slot; hb_first and xb_first unused), each item times its expert's router
+// weight; the items of all T experts form one sequence spread over the workgroup.
+void accumulate_rows(uint n_slots, uint blocks_per_row, uint n_valid, uint hb_first, uint xb_first,
                      inout float acc[NUM_ROWS]) {
   const uint n_items = ((pc.k + 255u) / 256u) * 4u;
+  const uint n_flat = n_slots * n_items;
+  const uint row_halfs = blocks_per_row * Q6V_BLOCK_HALFS;
   float sum[NUM_ROWS];
-  uint hb0[NUM_ROWS];  // 2-byte index of each row's first block
-  [[unroll]] for (uint r = 0u; r < NUM_ROWS; ++r) {
-    sum[r] = 0.0;
-    hb0[r] = hb_first + r * blocks_per_row * Q6V_BLOCK_HALFS;
-  }
-  for (uint it = gl_LocalInvocationID.x; it < n_items; it += gl_WorkGroupSize.x) {
+  [[unroll]] for (uint r = 0u; r < NUM_ROWS; ++r) sum[r] = 0.0;
+  for (uint f = gl_LocalInvocationID.x; f < n_flat; f += gl_WorkGroupSize.x) {
+#if defined(COMBINE)
+    const uint slot_j = f / n_items;
+    const uint it = f - slot_j * n_items;
+    uint hb_row = 0u;
+    uint xb = 0u;
+    float wt = 0.0;
+    if (!combine_slot(slot_j, row_halfs, hb_row, xb, wt)) continue;
+#else
+    const uint it = f;
+    const uint hb_row = hb_first;
+    const uint xb = xb_first;
+#endif
     const uint b = it >> 2;
     const uint h = (it >> 1) & 1u;
     const uint lh = it & 1u;
@@ -96,7 +124,7 @@ void accumulate_rows(uint hb_first, uint blocks_per_row, uint n_valid, uint xb, 
     float dv[NUM_ROWS];
     [[unroll]] for (uint r = 0u; r < NUM_ROWS; ++r) {
       if (r < n_valid) {
-        const uint hb = hb0[r] + b * Q6V_BLOCK_HALFS;
+        const uint hb = hb_row + r * row_halfs + b * Q6V_BLOCK_HALFS;
         qla[r] = segment16(hb + 32u * h + 8u * lh);
         qlb[r] = segment16(hb + 32u * h + 16u + 8u * lh);
         qhv[r] = segment16(hb + 64u + 16u * h + 8u * lh);
@@ -132,10 +160,16 @@ void accumulate_rows(uint hb_first, uint blocks_per_row, uint n_valid, uint xb, 
       }
     }
     [[unroll]] for (uint r = 0u; r < NUM_ROWS; ++r) {
-      if (r < n_valid) sum[r] += dv[r] * part[r];
+      if (r < n_valid) {
+#if defined(COMBINE)
+        sum[r] += wt * (dv[r] * part[r]);
+#else
+        sum[r] += dv[r] * part[r];
+#endif
+      }
     }
   }
-  [[unroll]] for (uint r = 0u; r < NUM_ROWS; ++r) acc[r] += scale * sum[r];
+  [[unroll]] for (uint r = 0u; r < NUM_ROWS; ++r) acc[r] += sum[r];
 }
 
 // One reduction for all rows (subgroup sums, then the subgroups' sums in order); writes y[y_first + r].
@@ -164,26 +198,22 @@ void main() {
   const uint slot = g / pc.n_row_groups;              // gather: m*T + j; COMBINE: m
   const uint n_valid = min(NUM_ROWS, pc.n_rows - n0);
 #if defined(COMBINE)
-  for (uint j = 0u; j < pc.top_k; ++j) {
-    const uint s = slot * pc.top_k + j;
-    const uint e = ids[s];
-    if (e >= pc.n_experts) continue;
-    accumulate_rows(pc.w_base + (e * pc.n_rows + n0) * blocks_per_row * Q6V_BLOCK_HALFS, blocks_per_row, n_valid,
-                    s * pc.k, weights[s], acc);
-  }
+  combine_token = slot;
+  combine_n0 = n0;
+  accumulate_rows(pc.top_k, blocks_per_row, n_valid, 0u, 0u, acc);
 #else
   const uint e = ids[slot];
   if (e < pc.n_experts) {
-    accumulate_rows(pc.w_base + (e * pc.n_rows + n0) * blocks_per_row * Q6V_BLOCK_HALFS, blocks_per_row, n_valid,
-                    (slot / pc.top_k) * pc.k, 1.0, acc);
+    accumulate_rows(1u, blocks_per_row, n_valid, pc.w_base + (e * pc.n_rows + n0) * blocks_per_row * Q6V_BLOCK_HALFS,
+                    (slot / pc.top_k) * pc.k, acc);
   }
 #endif
   store_rows(acc, n_valid, slot * pc.n_rows + n0);
 #else
   const uint row0 = g * NUM_ROWS;
   const uint n_valid = min(NUM_ROWS, pc.n_rows - row0);
-  accumulate_rows(pc.w_base + ((pc.row_begin + row0) * blocks_per_row - pc.block_begin) * Q6V_BLOCK_HALFS,
-                  blocks_per_row, n_valid, 0u, 1.0, acc);
+  accumulate_rows(1u, blocks_per_row, n_valid,
+                  pc.w_base + ((pc.row_begin + row0) * blocks_per_row - pc.block_begin) * Q6V_BLOCK_HALFS, 0u, acc);
   store_rows(acc, n_valid, pc.row_begin + row0);
 #endif
 }
