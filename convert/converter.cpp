@@ -118,6 +118,7 @@ KeepSeparate keep_separate_rule(Preset preset, bool qkv_any_types) {
     po.preset = preset;
     po.n_layers = static_cast<int>(config.architecture.num_layers);
     po.tied_embeddings = config.tied_embeddings;
+    po.n_experts = config.architecture.moe.num_experts;
     const Result<std::vector<PlanEntry>> plan = plan_tensors(in, po);
     if (!plan.ok()) return true;
     return std::any_of(plan->begin(), plan->end(), [&](const PlanEntry& e) { return e.dtype != plan->front().dtype; });
@@ -157,6 +158,7 @@ Result<Planned> plan_and_place(const SourceModel& src, const ConvertOptions& o) 
   po.q4k_layout = *o.q4k_layout;  // resolved by convert_in_arena
   po.n_layers = static_cast<int>(src.config().architecture.num_layers);
   po.tied_embeddings = src.config().tied_embeddings;
+  po.n_experts = src.config().architecture.moe.num_experts;
   RDRR_ASSIGN_OR_RETURN(po.overrides, parse_overrides(o));
   std::vector<PlanInput> inputs;
   for (const SourceTensor& t : src.tensors()) {

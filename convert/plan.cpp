@@ -67,6 +67,9 @@ std::pair<DType, std::string> preset_choice(const PlanEntry& e, const PlanOption
     if (o.tied_embeddings) return {DType::kQ6_K, "preset q4_k_m: tied embedding is the output head"};
     return {DType::kQ4_K, "preset q4_k_m: untied embedding"};
   }
+  if (o.n_experts == 8 && (e.role == TensorRole::kAttnK || e.role == TensorRole::kAttnV)) {
+    return {DType::kQ8_0, "preset q4_k_m: k / v of an 8-expert model (llama.cpp's rule)"};
+  }
   const bool more_bits_role = e.role == TensorRole::kAttnV || e.role == TensorRole::kAttnQkv ||
                               e.role == TensorRole::kFfnDown || e.role == TensorRole::kFfnExpertsDown ||
                               e.role == TensorRole::kFfnSharedDown;

@@ -6,7 +6,9 @@
 //   q4_k             : every 2-D matmul weight Q4_K (output head included); embeddings F16; 1-D F32.
 //   q4_k_m           : llama.cpp's Q4_K_M mixture: Q6_K for the output head (or a tied embedding, which
 //                      serves as the head), Q6_K for v_proj / qkv_proj / down_proj on the layers that
-//                      use_more_bits(i, n) picks, Q4_K for every other 2-D weight, F32 for 1-D tensors.
+//                      use_more_bits(i, n) picks, Q4_K for every other 2-D weight, F32 for 1-D tensors;
+//                      models of exactly 8 experts (Mixtral) get Q8_0 k_proj / v_proj as llama.cpp gives
+//                      them (its Q5_K o_proj for those models stays Q4_K: rdrr encodes no Q5_K).
 // A GGUF tensor stored block-quantized (gguf_source_choice): under a block-quantized preset type, a Q4_K, Q6_K or
 // Q8_0 source keeps its type (bit-exact in row_wise; a fused tensor of two such types takes the wider), since
 // re-encoding it into any other block type adds error and no information; any other block type (Q4_0, Q4_1,
@@ -83,6 +85,7 @@ struct PlanOptions {
   quant::Layout q4k_layout = quant::Layout::kColumnWise;
   int n_layers = 0;
   bool tied_embeddings = false;  // no lm_head: the embedding is the output head
+  uint32_t n_experts = 0;        // architecture.moe.numExperts (0: dense)
   std::vector<TensorTypeOverride> overrides;
 };
 

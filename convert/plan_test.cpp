@@ -90,6 +90,28 @@ TEST(Plan, Q4KMTiedEmbeddingIsTheHead) {
   EXPECT_EQ(m["model.layers.1.mlp.down_proj.weight"].dtype, DType::kQ4_K);
 }
 
+// llama.cpp's Q4_K_M gives a model of exactly 8 experts (Mixtral) Q8_0 attn_k / attn_v on every layer, whatever
+// use_more_bits says; other expert counts keep the dense rules.
+TEST(Plan, Q4KMEightExpertsGiveQ8_0KeysAndValues) {
+  for (uint32_t experts : {8u, 60u, 0u}) {
+    PlanOptions o;
+    o.n_layers = 2;
+    o.n_experts = experts;
+    auto plan = plan_tensors(llama_like(2, false, false), o);
+    ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+    auto m = by_name(*plan);
+    for (int layer : {0, 1}) {
+      const std::string pre = "model.layers." + std::to_string(layer) + ".self_attn.";
+      const DType v_dense = layer == 1 ? DType::kQ6_K : DType::kQ4_K;
+      EXPECT_EQ(m[pre + "k_proj.weight"].dtype, experts == 8 ? DType::kQ8_0 : DType::kQ4_K) << experts << pre;
+      EXPECT_EQ(m[pre + "v_proj.weight"].dtype, experts == 8 ? DType::kQ8_0 : v_dense) << experts << pre;
+      EXPECT_EQ(m[pre + "o_proj.weight"].dtype, DType::kQ4_K) << experts << pre;
+      EXPECT_EQ(m[pre + "q_proj.weight"].dtype, DType::kQ4_K) << experts << pre;
+    }
+    if (experts == 8) EXPECT_NE(m["model.layers.0.self_attn.k_proj.weight"].reason.find("8-expert"), std::string::npos);
+  }
+}
+
 TEST(Plan, PlainPresets) {
   for (auto [preset, dtype] : {std::pair{Preset::kF16, DType::kF16}, std::pair{Preset::kBF16, DType::kBF16},
                                std::pair{Preset::kQ8_0, DType::kQ8_0}, std::pair{Preset::kF32, DType::kF32}}) {

@@ -487,6 +487,32 @@ TEST(GraphCheck, MixtureOfExpertsSteps) {
   expect_error(m, StatusCode::kValidation, {"an expert step in a model without architecture.moe"});
 }
 
+// Expert steps pin the vectorized expert GEMVs where their block rules hold (kernels::pinned_moe_kernel); the
+// check applies the same rules: a flat Q4_K expert weight of K 64 (rows crossing blocks) is refused for the
+// vectorized kernel and for the generic one.
+TEST(GraphCheck, ExpertKernelBlockRules) {
+  Manifest m = moe_manifest();
+  TensorEntry& down = tensor(m, "model.layers.2.mlp.experts.down_proj.weight");
+  down.dtype = quant::DType::kQ4_K;
+  down.size_bytes = expected_tensor_size_bytes(down.dtype, down.shape, down.layout).value();
+  testing::place_tensors(m, 65536);
+  m.inference.execution = plan_execution_graph(m).value();
+  ASSERT_TRUE(check_execution_graph(m).ok()) << check_execution_graph(m).to_string();
+  EXPECT_EQ(steps_with_op(graph(m).decode, "moe_down")[0]->kernel_key, "moe_gemv_combine_q4_k_vec");
+  EXPECT_EQ(steps_with_op(graph(m).decode, "moe_gate_up")[0]->kernel_key, "moe_gemv_q4_k_vec");
+  tensor(m, "model.layers.2.mlp.experts.down_proj.weight").layout = quant::Layout::kFlat;
+  expect_error(m, StatusCode::kUnsupported,
+               {"'moe_down'", "moe_gemv_combine_q4_k_vec", "cannot read this flat weight of K 64",
+                "rows not whole blocks"});
+  graph(m).kernels["moe_gemv_combine_q4_k"] =
+      KernelSpec{"moe_gemv.comp", "main", pinned_kernel_digest("moe_gemv_combine_q4_k").value(), {}, {}};
+  for (auto* phase : {&graph(m).prefill, &graph(m).decode}) {
+    for (ExecStep* step : steps_with_op(*phase, "moe_down")) step->kernel_key = "moe_gemv_combine_q4_k";
+  }
+  expect_error(m, StatusCode::kUnsupported,
+               {"'moe_down'", "moe_gemv_combine_q4_k'", "flat expert rows must start on a block boundary"});
+}
+
 // An op whose row names its kernel runs only on it; a unary op's manifest parameter must be valid.
 TEST(GraphCheck, FixedKernelAndUnaryParameter) {
   Manifest m = planned_manifest();
