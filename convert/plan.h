@@ -44,7 +44,8 @@ enum class TensorRole {
   kEmbedding, kLmHead, kNorm, kAttnQ, kAttnK, kAttnV, kAttnQkv, kAttnOut, kFfnGate, kFfnUp,
   kFfnGateUp, kFfnDown, kBias, kOther,
   // Mixture of experts: the router and the shared expert's gate stay F32; stacked experts are row_wise
-  // (the expert kernels read row layouts); none of them is calibrated yet (plain rounding).
+  // (the expert kernels read row layouts); routed experts and the shared expert's down_proj are rounded plainly
+  // (convert/calibration.cpp).
   kMoeRouter, kFfnExpertsGateUp, kFfnExpertsDown, kFfnSharedGate, kFfnSharedUp, kFfnSharedDown,
 };
 std::string_view role_name(TensorRole r);
