@@ -555,9 +555,9 @@ TEST_F(MoeErrorsTest, GemvRules) {
                           a.w = w.range().sub(0, 32 * 288); a.kernel = "moe_gemv_q4_k_vec"; return run(a); },
        StatusCode::kUnsupported, "forced kernel moe_gemv_q4_k_vec cannot read this weight (rows not whole blocks or "
                                  "K not a multiple of 4)"},
-      {"vec flat K", [&] { auto a = combine(); a.dtype = DType::kQ6_K; a.layout = Layout::kFlat; a.k = 256;
-                           a.w = w.range().sub(0, 32 * 210); a.x = io.range().sub(0, 2048);
-                           a.kernel = "moe_gemv_combine_q4_k_vec"; return run(a); },
+      {"vec other dtype", [&] { auto a = combine(); a.dtype = DType::kQ6_K; a.k = 256;
+                                a.w = w.range().sub(0, 32 * 210); a.x = io.range().sub(0, 2048);
+                                a.kernel = "moe_gemv_combine_q4_k_vec"; return run(a); },
        StatusCode::kUnsupported, "moe_gemv_combine_q4_k_vec"},
       {"vec unaligned", [&] { auto a = args(); a.dtype = DType::kQ4_K; a.k = 256; a.x = io.range().sub(0, 1024);
                               a.w = w.range().sub(4, 32 * 144); a.kernel = "moe_gemv_q4_k_vec"; return run(a); },

@@ -183,7 +183,11 @@ Status record_moe_gemv(Recorder& rec, const MoeGemvArgs& a, std::string_view lab
     }
     const uint64_t default_groups = ceil_div(a.n_rows, rows_per_group) * y_rows;
     spec = vec_rows_local_size(a.dtype == DType::kQ6_K, a.k, default_groups, dev.caps());
-    if (a.dtype == DType::kQ4_K && ceil_div(a.k, quant::kQK_K) * 8 <= 32) spec = {{0, 32}};
+    const DeviceCaps& caps = dev.caps();
+    if (a.dtype == DType::kQ4_K && ceil_div(a.k, quant::kQK_K) * 8 <= 32 && caps.subgroup_size != 0 &&
+        caps.subgroup_size <= 32) {
+      spec = {{0, 32}};
+    }
   }
   Result<const Pipeline*> pipe = dev.pipelines().get(*kernel, spec);
   if (!pipe.ok()) return pipe.status().context(ctx);
