@@ -194,8 +194,16 @@ void main() {
   float acc[NUM_ROWS];
   [[unroll]] for (uint r = 0u; r < NUM_ROWS; ++r) acc[r] = 0.0;
 #if defined(MOE)
-  const uint n0 = (g % pc.n_row_groups) * NUM_ROWS;  // first output row within the expert
-  const uint slot = g / pc.n_row_groups;              // gather: m*T + j; COMBINE: m
+  // Decode (M = 1) runs row groups fastest; a pass of several tokens runs slots fastest, so the workgroups in
+  // flight share one row group of every expert and each expert's rows come from memory once for all its tokens.
+  const uint n_slots = pc.n_groups / pc.n_row_groups;  // gather: M*T; COMBINE: M
+#if defined(COMBINE)
+  const bool slots_fastest = n_slots > 1u;
+#else
+  const bool slots_fastest = n_slots > pc.top_k;
+#endif
+  const uint n0 = (slots_fastest ? g / n_slots : g % pc.n_row_groups) * NUM_ROWS;  // first output row of the expert
+  const uint slot = slots_fastest ? g % n_slots : g / pc.n_row_groups;            // gather: m*T + j; COMBINE: m
   const uint n_valid = min(NUM_ROWS, pc.n_rows - n0);
 #if defined(COMBINE)
   combine_token = slot;
