@@ -108,7 +108,9 @@ TEST(Plan, Q4KMEightExpertsGiveQ8_0KeysAndValues) {
       EXPECT_EQ(m[pre + "o_proj.weight"].dtype, DType::kQ4_K) << experts << pre;
       EXPECT_EQ(m[pre + "q_proj.weight"].dtype, DType::kQ4_K) << experts << pre;
     }
-    if (experts == 8) EXPECT_NE(m["model.layers.0.self_attn.k_proj.weight"].reason.find("8-expert"), std::string::npos);
+    if (experts == 8) {
+      EXPECT_NE(m["model.layers.0.self_attn.k_proj.weight"].reason.find("8-expert"), std::string::npos);
+    }
   }
 }
 
