@@ -68,14 +68,6 @@ constexpr uint32_t kDotMaxChunk = 16384;
 constexpr uint64_t kQ6NarrowItems = 32;
 constexpr uint32_t kQ6NarrowLocalSize = 32;
 
-// The registry default of specialization constant `id` (1 when the kernel has none).
-uint32_t spec_default(const kernels::KernelInfo& kernel, uint32_t id) {
-  for (const kernels::SpecInfo& si : kernel.spec) {
-    if (si.id == id) return std::max<uint32_t>(si.default_value, 1);
-  }
-  return 1;
-}
-
 std::vector<SpecValue> gemv_spec(const GemvTuning& t, bool column, const kernels::KernelInfo& kernel,
                                  const DeviceCaps& caps) {
   std::vector<SpecValue> s;

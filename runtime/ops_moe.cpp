@@ -1,5 +1,4 @@
 // record_moe_route, record_moe_gemv, record_gated_add (kernels/moe_route.comp, moe_gemv.comp, gated_add.comp).
-#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -125,7 +124,7 @@ Status record_moe_gemv(Recorder& rec, const MoeGemvArgs& a, std::string_view lab
   // The vectorized kernels (gemv_q4k.comp ROWS MOE, gemv_q6k.comp MOE) address W in their own units: Q4_K as
   // 16-byte vectors, so the stacked weight's blocks must start 16-byte aligned (an automatic choice falls back
   // to the generic kernel).
-  const bool vec = kernel->name.ends_with("_vec");
+  bool vec = kernel->name.ends_with("_vec");
   uint64_t unit_bytes = weight_unit_bytes(a.dtype);
   if (vec && a.dtype == DType::kQ4_K) unit_bytes = kQ4KVecBytes;
   const uint64_t rows = uint64_t{a.n_experts} * a.n_rows;
@@ -170,20 +169,17 @@ Status record_moe_gemv(Recorder& rec, const MoeGemvArgs& a, std::string_view lab
     }
     kernel = kernels::find_kernel(op, a.dtype, a.layout);
     unit_bytes = weight_unit_bytes(a.dtype);
+    vec = false;
   }
   std::vector<SpecValue> spec;
   if (a.tuning.local_size_x != 0) spec.push_back({0, a.tuning.local_size_x});
   if (a.tuning.num_rows != 0) spec.push_back({1, a.tuning.num_rows});
-  if (kernel->name.ends_with("_vec") && spec.empty()) {
+  if (vec && spec.empty()) {
     // The dense rows GEMV's workgroup sizes for this many workgroups; rows of at most 32 Q4_K items (K <= 1024)
     // one 32-invocation group (64 would leave half of them idle).
-    uint32_t rows_per_group = 1;
-    for (const kernels::SpecInfo& si : kernel->spec) {
-      if (si.id == 1) rows_per_group = std::max<uint32_t>(si.default_value, 1);
-    }
-    const uint64_t default_groups = ceil_div(a.n_rows, rows_per_group) * y_rows;
-    spec = vec_rows_local_size(a.dtype == DType::kQ6_K, a.k, default_groups, dev.caps());
     const DeviceCaps& caps = dev.caps();
+    const uint64_t default_groups = ceil_div(a.n_rows, spec_default(*kernel, 1)) * y_rows;
+    spec = vec_rows_local_size(a.dtype == DType::kQ6_K, a.k, default_groups, caps);
     if (a.dtype == DType::kQ4_K && ceil_div(a.k, quant::kQK_K) * 8 <= 32 && caps.subgroup_size != 0 &&
         caps.subgroup_size <= 32) {
       spec = {{0, 32}};

@@ -32,6 +32,14 @@ inline uint64_t weight_unit_bytes(quant::DType dtype) {
 // this alignment in the binding.
 constexpr uint64_t kQ4KVecBytes = 16;
 
+// The registry default of specialization constant `id` (1 when the kernel has none).
+inline uint32_t spec_default(const kernels::KernelInfo& kernel, uint32_t id) {
+  for (const kernels::SpecInfo& si : kernel.spec) {
+    if (si.id == id) return si.default_value > 1 ? si.default_value : 1;
+  }
+  return 1;
+}
+
 // The workgroup size of a vectorized rows GEMV (gemv_q4k.comp ROWS, gemv_q6k.comp; dense or expert rows) with
 // no tuning override, for `groups` workgroups over rows of k inputs: {0, size} specialization entries, empty for
 // the registry default (runtime/ops_gemv.cpp; bench/README.md, Q4_K / Q6_K GEMV).
