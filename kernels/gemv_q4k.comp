@@ -26,6 +26,9 @@
 //   Spec as ROWS; grid: n_groups workgroups folded into x and y, row groups fastest when M = 1, else slots
 //   fastest (the workgroups in flight then share each expert's rows).
 //
+// Q5K (with ROWS, ROWS MOE, ROWS MOE COMBINE): the same paths over Q5_K blocks (q5_k_vec.glsl: 11 vectors per
+// block, an item's fifth bits from one qh vector), exact 5-bit values (no decode offsets).
+//
 // COLUMN_SPLIT (column_wise): block (k, b) at k * blocks_per_k + b holds outputs b*256 .. b*256+255 of input
 // k, so the blocks of a range of inputs are contiguous memory. The inputs are cut into splits of k_chunk;
 // workgroup (item group ig, split s) streams the blocks of its split: invocation (tx, ty) owns item
@@ -55,6 +58,14 @@
 #endif
 #include "common.glsl"
 #include "q4_k_vec.glsl"
+#if defined(Q5K)
+#include "q5_k_vec.glsl"
+#define BLOCK_VECS Q5V_BLOCK_VECS
+#define QS_VEC Q5V_QS_VEC
+#else
+#define BLOCK_VECS Q4V_BLOCK_VECS
+#define QS_VEC 1u
+#endif
 
 #if defined(COLUMN_SPLIT)
 layout(local_size_x = 8, local_size_y = 32, local_size_x_id = 0, local_size_y_id = 1) in;
@@ -164,7 +175,7 @@ void accumulate_rows(uint n_slots, uint blocks_per_row, uint n_valid, uint blk_f
                      inout float acc[NUM_ROWS]) {
   const uint n_items = ((pc.k + 255u) / 256u) * 8u;
   const uint n_flat = n_slots * n_items;
-  const uint row_vecs = blocks_per_row * Q4V_BLOCK_VECS;
+  const uint row_vecs = blocks_per_row * BLOCK_VECS;
   float part[NUM_ROWS];
   [[unroll]] for (uint r = 0u; r < NUM_ROWS; ++r) part[r] = 0.0;
   const vec4 ones = vec4(1.0);
@@ -172,6 +183,9 @@ void accumulate_rows(uint n_slots, uint blocks_per_row, uint n_valid, uint blk_f
   for (uint it0 = gl_LocalInvocationID.x; it0 < n_flat; it0 += UNROLL * gl_WorkGroupSize.x) {
     uvec4 hdr[UNROLL * NUM_ROWS];
     uvec4 qv[UNROLL * NUM_ROWS];
+#if defined(Q5K)
+    uvec4 qhv[UNROLL * NUM_ROWS];  // the item's qh vector (fifth bits)
+#endif
     uint items[UNROLL];
     uint xbs[UNROLL];
     float wts[UNROLL];
@@ -192,9 +206,12 @@ void accumulate_rows(uint n_slots, uint blocks_per_row, uint n_valid, uint blk_f
 #endif
       [[unroll]] for (uint r = 0u; r < NUM_ROWS; ++r) {
         if (oks[u] && r < n_valid) {
-          const uint bi = blk + r * row_vecs + (items[u] >> 3) * Q4V_BLOCK_VECS;
+          const uint bi = blk + r * row_vecs + (items[u] >> 3) * BLOCK_VECS;
           hdr[u * NUM_ROWS + r] = wv[bi];
-          qv[u * NUM_ROWS + r] = wv[bi + 1u + (items[u] & 7u)];
+          qv[u * NUM_ROWS + r] = wv[bi + QS_VEC + (items[u] & 7u)];
+#if defined(Q5K)
+          qhv[u * NUM_ROWS + r] = wv[bi + Q5V_QH_VEC + (items[u] & 1u)];
+#endif
         }
       }
     }
@@ -217,8 +234,10 @@ void accumulate_rows(uint n_slots, uint blocks_per_row, uint n_valid, uint blk_f
       const vec4 xsum_hi = xh[0] + xh[1] + xh[2] + xh[3];
       const float sum_lo = dot(xsum_lo, ones);
       const float sum_hi = dot(xsum_hi, ones);
+#if !defined(Q5K)
       const float off_lo = dot(xsum_lo, Q4V_OFF_LO);  // the decode's offsets (q4v_word_mixed) times x
       const float off_hi = dot(xsum_hi, Q4V_OFF_HI);
+#endif
       [[unroll]] for (uint r = 0u; r < NUM_ROWS; ++r) {
         if (r < n_valid) {
           const uvec4 h = hdr[u * NUM_ROWS + r];
@@ -228,6 +247,18 @@ void accumulate_rows(uint n_slots, uint blocks_per_row, uint n_valid, uint blk_f
           if ((DIAG & 2u) != 0u) {
             dot_lo = uintBitsToFloat(((q.x ^ q.y ^ q.z ^ q.w) & 0x007fffffu) | 0x3f800000u) * xl[0].x;
           } else {
+#if defined(Q5K)
+            const uvec4 qh = qhv[u * NUM_ROWS + r];
+            [[unroll]] for (uint m = 0u; m < 4u; ++m) {
+              vec4 lo;
+              vec4 hi;
+              q5v_word(q[m], qh[m], 2u * (j >> 1), lo, hi);
+              [[unroll]] for (uint t = 0u; t < 4u; ++t) {
+                dot_lo = fma(lo[t], xl[m][t], dot_lo);
+                dot_hi = fma(hi[t], xh[m][t], dot_hi);
+              }
+            }
+#else
             [[unroll]] for (uint m = 0u; m < 4u; ++m) {
               vec4 lo;
               vec4 hi;
@@ -239,6 +270,7 @@ void accumulate_rows(uint n_slots, uint blocks_per_row, uint n_valid, uint blk_f
             }
             dot_lo -= off_lo;
             dot_hi -= off_hi;
+#endif
           }
           const vec2 dm = unpackHalf2x16(h.x);
           const vec4 s = q4v_scales(h, j >> 1);
@@ -296,7 +328,7 @@ void main() {
 #else
   const uint e = ids[slot];
   if (e < pc.n_experts) {
-    accumulate_rows(1u, blocks_per_row, n_valid, pc.w_base + (e * pc.n_rows + n0) * blocks_per_row * Q4V_BLOCK_VECS,
+    accumulate_rows(1u, blocks_per_row, n_valid, pc.w_base + (e * pc.n_rows + n0) * blocks_per_row * BLOCK_VECS,
                     (slot / pc.top_k) * pc.k, acc);
   }
 #endif
@@ -305,7 +337,7 @@ void main() {
   const uint row0 = g * NUM_ROWS;
   const uint n_valid = min(NUM_ROWS, pc.n_rows - row0);
   accumulate_rows(1u, blocks_per_row, n_valid,
-                  pc.w_base + ((pc.row_begin + row0) * blocks_per_row - pc.block_begin) * Q4V_BLOCK_VECS, 0u, acc);
+                  pc.w_base + ((pc.row_begin + row0) * blocks_per_row - pc.block_begin) * BLOCK_VECS, 0u, acc);
   store_rows(acc, n_valid, pc.row_begin + row0);
 #endif
 }

@@ -206,6 +206,13 @@ const GemvCase kCases[] = {
     {DType::kQ5_K, Layout::kRowWise, 11, 300, {32, 3, 0}, 0, 68},
     {DType::kQ5_K, Layout::kFlat, 9, 300, {}},
     {DType::kQ5_K, Layout::kRowWise, 45, 2304, {128, 8, 0}},
+    // Vectorized Q5_K rows (gemv_q4k.comp ROWS Q5K, the automatic choice where blocks are 16-byte aligned): padding
+    // in the last block, NUM_ROWS not dividing N, UNROLL 2, flat with K % 256 == 0, >= 2048 workgroups.
+    {DType::kQ5_K, Layout::kRowWise, 37, 1000, {}},
+    {DType::kQ5_K, Layout::kRowWise, 13, 777, {32, 2, 0}},
+    {DType::kQ5_K, Layout::kRowWise, 29, 1800, {32, 4, 0, 0, 0, 2}},
+    {DType::kQ5_K, Layout::kFlat, 19, 768, {}},
+    {DType::kQ5_K, Layout::kRowWise, 8195, 300, {}},
 };
 INSTANTIATE_TEST_SUITE_P(Shapes, GemvTest, ::testing::ValuesIn(kCases), case_name);
 

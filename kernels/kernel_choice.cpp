@@ -115,6 +115,7 @@ const KernelInfo* pinned_matmul_kernel(MatmulPass pass, DType dtype, Layout layo
     std::string_view vec;
     if (dtype == DType::kQ4_K) vec = layout == Layout::kColumnWise ? "gemv_q4_k_col_split" : "gemv_q4_k_vec";
     if (dtype == DType::kQ6_K && layout != Layout::kColumnWise) vec = "gemv_q6_k_vec";
+    if (dtype == DType::kQ5_K && layout != Layout::kColumnWise) vec = "gemv_q5_k_vec";
     const KernelInfo* info = vec.empty() ? nullptr : find_kernel(vec);
     if (info != nullptr && matmul_kernel_fits(*info, layout, k)) return info;
   }
@@ -126,6 +127,7 @@ const KernelInfo* pinned_moe_kernel(Op op, DType dtype, Layout layout, uint64_t 
   std::string_view vec;
   if (dtype == DType::kQ4_K) vec = op == Op::kMoeGemvCombine ? "moe_gemv_combine_q4_k_vec" : "moe_gemv_q4_k_vec";
   if (dtype == DType::kQ6_K) vec = op == Op::kMoeGemvCombine ? "moe_gemv_combine_q6_k_vec" : "moe_gemv_q6_k_vec";
+  if (dtype == DType::kQ5_K) vec = op == Op::kMoeGemvCombine ? "moe_gemv_combine_q5_k_vec" : "moe_gemv_q5_k_vec";
   const KernelInfo* info = vec.empty() ? nullptr : find_kernel(vec);
   if (info != nullptr && std::find(info->layouts.begin(), info->layouts.end(), layout) != info->layouts.end() &&
       matmul_kernel_fits(*info, layout, k)) {
@@ -138,7 +140,7 @@ bool matmul_kernel_fits(const KernelInfo& kernel, Layout layout, uint64_t k, std
   const bool whole_blocks = layout == Layout::kRowWise || k % quant::kQK_K == 0;
   bool fits = true;
   std::string_view rule;
-  if (kernel.name == "gemv_q4_k_vec" || kernel.name == "gemv_q4_k_dot") {
+  if (kernel.name == "gemv_q4_k_vec" || kernel.name == "gemv_q4_k_dot" || kernel.name == "gemv_q5_k_vec") {
     fits = whole_blocks;
     rule = "rows not whole blocks or blocks not 16-byte aligned";
   } else if (kernel.name == "gemv_q6_k_vec") {

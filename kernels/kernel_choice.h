@@ -46,12 +46,12 @@ enum class MatmulPass : uint8_t {
 };
 
 // The kernel a graph pins for a matmul by a [N, K] weight of this dtype / layout: the vectorized GEMVs where
-// their block rules hold (Q4_K column_wise: the split-K kernel; Q4_K rows of whole blocks; Q6_K rows of whole
-// blocks with K % 4 == 0), else the generic kernel of the pass. nullptr: no kernel reads the weight.
+// their block rules hold (Q4_K column_wise: the split-K kernel; Q4_K and Q5_K rows of whole blocks; Q6_K rows of
+// whole blocks with K % 4 == 0), else the generic kernel of the pass. nullptr: no kernel reads the weight.
 const KernelInfo* pinned_matmul_kernel(MatmulPass pass, quant::DType dtype, quant::Layout layout, uint64_t k);
 
 // The kernel a graph pins for an expert step (op kMoeGemv or kMoeGemvCombine) over a stacked [E * N, K] weight:
-// the vectorized expert GEMVs (moe_gemv[_combine]_q4_k_vec / _q6_k_vec) where matmul_kernel_fits, else the
+// the vectorized expert GEMVs (moe_gemv[_combine]_q4_k_vec / _q5_k_vec / _q6_k_vec) where matmul_kernel_fits, else the
 // generic moe_gemv kernel of the dtype. nullptr: no kernel reads the weight.
 const KernelInfo* pinned_moe_kernel(Op op, quant::DType dtype, quant::Layout layout, uint64_t k);
 

@@ -62,6 +62,22 @@ TEST(KernelChoice, CompanionsAndVariantsAreRegistryKernels) {
   EXPECT_FALSE(is_optional_variant("gemm_q4_k"));
 }
 
+// Expert steps: the vectorized expert GEMVs of Q4_K / Q5_K / Q6_K where rows are whole blocks and K % 4 == 0,
+// else the generic kernel of the dtype.
+TEST(KernelChoice, PinnedMoeKernel) {
+  const auto name = [](Op op, DType dt, Layout l, uint64_t k) {
+    const KernelInfo* info = pinned_moe_kernel(op, dt, l, k);
+    return info == nullptr ? std::string("none") : std::string(info->name);
+  };
+  EXPECT_EQ(name(Op::kMoeGemv, DType::kQ4_K, Layout::kRowWise, 512), "moe_gemv_q4_k_vec");
+  EXPECT_EQ(name(Op::kMoeGemv, DType::kQ5_K, Layout::kRowWise, 512), "moe_gemv_q5_k_vec");
+  EXPECT_EQ(name(Op::kMoeGemvCombine, DType::kQ5_K, Layout::kRowWise, 300), "moe_gemv_combine_q5_k_vec");
+  EXPECT_EQ(name(Op::kMoeGemvCombine, DType::kQ6_K, Layout::kFlat, 512), "moe_gemv_combine_q6_k_vec");
+  EXPECT_EQ(name(Op::kMoeGemv, DType::kQ5_K, Layout::kRowWise, 30), "moe_gemv_q5_k");  // K % 4 != 0
+  EXPECT_EQ(name(Op::kMoeGemv, DType::kQ5_K, Layout::kFlat, 300), "moe_gemv_q5_k");    // rows cross blocks
+  EXPECT_EQ(name(Op::kMoeGemv, DType::kQ8_0, Layout::kRowWise, 512), "moe_gemv_q8_0");
+}
+
 TEST(KernelChoice, PinnedMatmulKernel) {
   const auto D = MatmulPass::kDecode;
   const auto P = MatmulPass::kPrefill;
@@ -70,6 +86,9 @@ TEST(KernelChoice, PinnedMatmulKernel) {
   EXPECT_EQ(pinned(D, DType::kQ4_K, Layout::kFlat, 512), "gemv_q4_k_vec");
   EXPECT_EQ(pinned(D, DType::kQ4_K, Layout::kFlat, 300), "gemv_q4_k");         // rows cross blocks
   EXPECT_EQ(pinned(D, DType::kQ6_K, Layout::kRowWise, 64), "gemv_q6_k_vec");
+  EXPECT_EQ(pinned(D, DType::kQ5_K, Layout::kRowWise, 100), "gemv_q5_k_vec");  // padded rows: whole blocks
+  EXPECT_EQ(pinned(D, DType::kQ5_K, Layout::kFlat, 512), "gemv_q5_k_vec");
+  EXPECT_EQ(pinned(D, DType::kQ5_K, Layout::kFlat, 300), "gemv_q5_k");         // rows cross blocks
   EXPECT_EQ(pinned(D, DType::kQ6_K, Layout::kRowWise, 30), "gemv_q6_k");       // K % 4 != 0
   EXPECT_EQ(pinned(D, DType::kQ6_K, Layout::kFlat, 300), "gemv_q6_k");
   EXPECT_EQ(pinned(D, DType::kQ6_K, Layout::kColumnWise, 256), "none");

@@ -7,11 +7,14 @@
 // Limits (runtime/ops_moe.h): 1 <= E <= 256 (the probabilities are staged in shared memory), 1 <= K <= min(E, 8).
 // Bindings: 0 logits (f32 [M, E]), 1 ids (uint32 [M, K]), 2 weights (f32 [M, K]).
 // Push: m_rows, n_experts (E), top_k (K), normalize, n_groups (= m_rows), pad x3.
-// Spec: 0 local_size_x (64).
+// Spec: 0 local_size_x (64; the runtime passes the device's subgroup size where that is 8 .. 64, so one subgroup
+//   runs a row and the top-k rounds need no workgroup barrier).
 // Grid: one workgroup per row, folded into x and y.
 // The max and the sum go through reduce.glsl (fixed order); each of the K selection rounds takes every
 // invocation's best unselected expert, then the best of those (subgroup max, then the lowest index holding
-// it, then the subgroups' candidates in order): the result does not depend on the subgroup size.
+// it, then the subgroups' candidates in order): the result does not depend on the subgroup size. With one
+// subgroup per workgroup the same rounds run without shared-memory candidates: each invocation marks its own
+// selected experts in a register bit mask (at most 32 experts per invocation: E <= 256, local_size_x >= 8).
 #include "common.glsl"
 
 layout(local_size_x = 64, local_size_x_id = 0) in;
@@ -61,45 +64,76 @@ void main() {
   for (uint i = t; i < pc.n_experts; i += gl_WorkGroupSize.x) probs[i] = probs[i] / s;
   barrier();
 
-  for (uint j = 0u; j < pc.top_k; ++j) {
-    // This invocation's best unselected expert (ascending scan, strict >: the lowest index among equals).
-    float best = -1.0;
-    uint best_e = 0xffffffffu;
-    for (uint i = t; i < pc.n_experts; i += gl_WorkGroupSize.x) {
-      const float p = probs[i];
-      if (p > best) {
-        best = p;
-        best_e = i;
-      }
-    }
-    const float sg_best = subgroupMax(best);
-    const uint sg_e = subgroupMin(best == sg_best ? best_e : 0xffffffffu);
-    if (subgroupElect()) {
-      cand_p[gl_SubgroupID] = sg_best;
-      cand_e[gl_SubgroupID] = sg_e;
-    }
-    barrier();
-    if (t == 0u) {
-      float bp = cand_p[0];
-      uint be = cand_e[0];
-      for (uint i = 1u; i < gl_NumSubgroups; ++i) {
-        if (cand_p[i] > bp || (cand_p[i] == bp && cand_e[i] < be)) {
-          bp = cand_p[i];
-          be = cand_e[i];
+  if (gl_NumSubgroups == 1u && pc.n_experts <= 32u * gl_WorkGroupSize.x) {
+    // One subgroup (the runtime sizes the workgroup to the device's subgroup): the rounds need no workgroup
+    // barrier. Invocation t owns experts t + c * local_size_x; bit c of `taken` marks its c-th one selected.
+    uint taken = 0u;
+    for (uint j = 0u; j < pc.top_k; ++j) {
+      float best = -1.0;
+      uint best_e = 0xffffffffu;
+      uint c = 0u;
+      for (uint i = t; i < pc.n_experts; i += gl_WorkGroupSize.x, ++c) {
+        const float p = probs[i];
+        if ((taken & (1u << c)) == 0u && p > best) {
+          best = p;
+          best_e = i;
         }
       }
-      // Non-finite logits leave no candidate (every p NaN): expert 0 with a NaN weight, so the layer's output is
-      // NaN (as the CPU reference's) instead of a silently skipped expert, and no shared store out of range.
-      if (be >= pc.n_experts) {
+      const float sg_best = subgroupMax(best);
+      uint be = subgroupMin(best == sg_best ? best_e : 0xffffffffu);
+      float bp = sg_best;
+      if (be >= pc.n_experts) {  // no finite candidate: as below
         be = 0u;
         bp = uintBitsToFloat(0x7fc00000u);
-      } else {
-        probs[be] = -1.0;
+      } else if (be % gl_WorkGroupSize.x == t) {
+        taken |= 1u << (be / gl_WorkGroupSize.x);
       }
-      sel_p[j] = bp;
-      sel_e[j] = be;
+      if (t == 0u) {
+        sel_p[j] = bp;
+        sel_e[j] = be;
+      }
     }
-    barrier();
+  } else {
+    for (uint j = 0u; j < pc.top_k; ++j) {
+      // This invocation's best unselected expert (ascending scan, strict >: the lowest index among equals).
+      float best = -1.0;
+      uint best_e = 0xffffffffu;
+      for (uint i = t; i < pc.n_experts; i += gl_WorkGroupSize.x) {
+        const float p = probs[i];
+        if (p > best) {
+          best = p;
+          best_e = i;
+        }
+      }
+      const float sg_best = subgroupMax(best);
+      const uint sg_e = subgroupMin(best == sg_best ? best_e : 0xffffffffu);
+      if (subgroupElect()) {
+        cand_p[gl_SubgroupID] = sg_best;
+        cand_e[gl_SubgroupID] = sg_e;
+      }
+      barrier();
+      if (t == 0u) {
+        float bp = cand_p[0];
+        uint be = cand_e[0];
+        for (uint i = 1u; i < gl_NumSubgroups; ++i) {
+          if (cand_p[i] > bp || (cand_p[i] == bp && cand_e[i] < be)) {
+            bp = cand_p[i];
+            be = cand_e[i];
+          }
+        }
+        // Non-finite logits leave no candidate (every p NaN): expert 0 with a NaN weight, so the layer's output is
+        // NaN (as the CPU reference's) instead of a silently skipped expert, and no shared store out of range.
+        if (be >= pc.n_experts) {
+          be = 0u;
+          bp = uintBitsToFloat(0x7fc00000u);
+        } else {
+          probs[be] = -1.0;
+        }
+        sel_p[j] = bp;
+        sel_e[j] = be;
+      }
+      barrier();
+    }
   }
 
   if (t == 0u) {

@@ -196,23 +196,23 @@ std::vector<MoeCase> make_cases() {
     cases.push_back({DType::kQ4_K, Layout::kRowWise, 8, 21, 300, 5, 2, combine, {}, 64, true});
     cases.push_back({DType::kF16, Layout::kRowWise, 60, 33, 130, 5, 4, combine, {64, 2}, 66, true});
   }
-  // The vectorized expert GEMVs (gemv_q4k.comp ROWS MOE, gemv_q6k.comp MOE), forced: the decode shape, a prefill
-  // shape at a 16-byte skip, several rows per workgroup, rows with padding (K = 260, K % 4 == 0: x rows of
+  // The vectorized expert GEMVs (gemv_q4k.comp ROWS MOE [Q5K], gemv_q6k.comp MOE), forced: the decode shape, a
+  // prefill shape at a 16-byte skip, several rows per workgroup, rows with padding (K = 260, K % 4 == 0: x rows of
   // slots at multiples of 4), K = 768 (a row of 24 / 12 items: fewer than one subgroup of 32), flat blocks and
   // a bad id. The automatic choice runs them wherever they fit, so the generic kernels are forced on copies of
-  // the Q4_K / Q6_K cases above.
+  // the Q4_K / Q5_K / Q6_K cases above.
   const size_t n_base = cases.size();
+  const auto suffix = [](DType dt) { return dt == DType::kQ4_K ? "q4_k" : dt == DType::kQ5_K ? "q5_k" : "q6_k"; };
   for (size_t i = 0; i < n_base; ++i) {
-    if (cases[i].dtype != DType::kQ4_K && cases[i].dtype != DType::kQ6_K) continue;
+    const DType dt = cases[i].dtype;
+    if (dt != DType::kQ4_K && dt != DType::kQ5_K && dt != DType::kQ6_K) continue;
     MoeCase g = cases[i];
-    g.kernel = std::string(cases[i].combine ? "moe_gemv_combine_" : "moe_gemv_") +
-               (cases[i].dtype == DType::kQ4_K ? "q4_k" : "q6_k");
+    g.kernel = std::string(cases[i].combine ? "moe_gemv_combine_" : "moe_gemv_") + suffix(dt);
     cases.push_back(g);
   }
-  for (DType dt : {DType::kQ4_K, DType::kQ6_K}) {
+  for (DType dt : {DType::kQ4_K, DType::kQ5_K, DType::kQ6_K}) {
     for (bool combine : {false, true}) {
-      const std::string name = std::string(combine ? "moe_gemv_combine_" : "moe_gemv_") +
-                               (dt == DType::kQ4_K ? "q4_k" : "q6_k") + "_vec";
+      const std::string name = std::string(combine ? "moe_gemv_combine_" : "moe_gemv_") + suffix(dt) + "_vec";
       cases.push_back({dt, Layout::kRowWise, 8, 37, 512, 1, 2, combine, {}, 64, false, name});
       cases.push_back({dt, Layout::kRowWise, 60, 19, 768, 5, 4, combine, {}, 80, false, name});
       cases.push_back({dt, Layout::kRowWise, 4, 64, 1024, 5, 1, combine, {32, 3}, 64, false, name});
@@ -284,10 +284,17 @@ class MoeRouteTest : public VulkanTest {
  protected:
   // Runs the router on `logits` into NaN-poisoned outputs with poisoned guard words past them, and compares ids
   // exactly and weights within kRouteRel of the reference.
+  // Both workgroup shapes: the automatic one (one subgroup per row where the subgroup is 8 .. 64 wide: rounds
+  // without barriers) and 64 invocations (several subgroups on lavapipe and NVIDIA: candidates through shared
+  // memory).
   void check(const std::string& what, std::span<const float> logits, uint32_t m_rows, uint32_t e, uint32_t k,
              bool normalize) {
+    for (uint32_t lx : {0u, 64u}) check_one(what, logits, m_rows, e, k, normalize, lx);
+  }
+  void check_one(const std::string& what, std::span<const float> logits, uint32_t m_rows, uint32_t e, uint32_t k,
+                 bool normalize, uint32_t local_size_x) {
     SCOPED_TRACE(what + " rows=" + std::to_string(m_rows) + " E=" + std::to_string(e) + " K=" + std::to_string(k) +
-                 (normalize ? " normalize" : ""));
+                 (normalize ? " normalize" : "") + " local_size_x=" + std::to_string(local_size_x));
     constexpr uint32_t kGuard = 8;
     const uint64_t picks = uint64_t{m_rows} * k;
     Buffer lb = upload(std::vector<float>(logits.begin(), logits.end()), "logits");
@@ -301,6 +308,7 @@ class MoeRouteTest : public VulkanTest {
     a.n_experts = e;
     a.top_k = k;
     a.normalize = normalize;
+    a.local_size_x = local_size_x;
     const Status s = runtime::record_moe_route(rec(), a);
     ASSERT_TRUE(s.ok()) << s.to_string();
     run();

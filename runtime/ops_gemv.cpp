@@ -67,6 +67,12 @@ constexpr uint32_t kDotMaxChunk = 16384;
 // 64 that would leave half idle (bench/README.md, Q6_K GEMV).
 constexpr uint64_t kQ6NarrowItems = 32;
 constexpr uint32_t kQ6NarrowLocalSize = 32;
+// Generic row path (gemv.comp, one row per workgroup by default): a GEMV of few rows is a few short workgroups
+// walking long rows, latency-bound; more invocations per row shorten each walk. Below kGenericWidestBelowRows
+// rows 256 invocations, below kGenericWideBelowRows 128, else the registry's 64 (H200, F32 / F16 / Q8_0 at
+// 8 .. 28672 rows: bench/README.md, generic GEMV workgroups).
+constexpr uint64_t kGenericWidestBelowRows = 1536;
+constexpr uint64_t kGenericWideBelowRows = 4096;
 
 std::vector<SpecValue> gemv_spec(const GemvTuning& t, bool column, const kernels::KernelInfo& kernel,
                                  const DeviceCaps& caps) {
@@ -310,11 +316,13 @@ Status record_rows(Recorder& rec, const GemvArgs& a, const kernels::KernelInfo* 
   Result<std::vector<BindingRange>> ranges =
       split_binding({a.w.offset, w_bytes, granule_bytes, dev.binding_limit_bytes(), dev.binding_alignment()});
   if (!ranges.ok()) return ranges.status().context(ctx);
-  // The vectorized Q4_K kernels (gemv_q4k.comp ROWS, gemv_q4k_dot.comp) read 16-byte aligned blocks: an
+  // The vectorized Q4_K / Q5_K kernels (gemv_q4k.comp ROWS, gemv_q4k_dot.comp) read 16-byte aligned blocks: an
   // automatic choice falls back to the generic kernel where a binding range starts elsewhere.
   bool aligned = true;
   for (const BindingRange& r : *ranges) aligned = aligned && r.skip_bytes % kQ4KVecBytes == 0;
-  const auto is_vec = [](const kernels::KernelInfo* k) { return k->name == "gemv_q4_k_vec" || k->name == "gemv_q4_k_dot"; };
+  const auto is_vec = [](const kernels::KernelInfo* k) {
+    return k->name == "gemv_q4_k_vec" || k->name == "gemv_q4_k_dot" || k->name == "gemv_q5_k_vec";
+  };
   if (is_vec(kernel) && !aligned) {
     if (!a.kernel.empty()) {
       return error(StatusCode::kUnsupported, ctx + ": forced kernel " + std::string(a.kernel) +
@@ -339,8 +347,13 @@ Status record_rows(Recorder& rec, const GemvArgs& a, const kernels::KernelInfo* 
     spec = q6_spec(a.tuning, a.k, caps);
   } else {
     spec = gemv_spec(a.tuning, false, *kernel, caps);
-    if (vec && a.tuning.local_size_x == 0 && a.tuning.num_rows == 0) {
-      spec = vec_rows_local_size(false, a.k, ceil_div(a.n_rows, spec_default(*kernel, 1)), caps);
+    if (a.tuning.local_size_x == 0 && a.tuning.num_rows == 0) {
+      if (vec) {
+        spec = vec_rows_local_size(false, a.k, ceil_div(a.n_rows, spec_default(*kernel, 1)), caps);
+      } else if (a.n_rows < kGenericWideBelowRows) {
+        const uint32_t wide = a.n_rows < kGenericWidestBelowRows ? 256 : 128;
+        spec = {{0, std::min(wide, std::max<uint32_t>(caps.max_workgroup_invocations, 64))}};
+      }
     }
     if (vec && a.tuning.diag != 0) spec.push_back({2, a.tuning.diag});
     if (vec && a.tuning.unroll != 0) spec.push_back({3, a.tuning.unroll});

@@ -70,7 +70,16 @@ Status record_moe_route(Recorder& rec, const MoeRouteArgs& a, std::string_view l
   RDRR_RETURN_IF_ERROR(need_apart(ids, "ids", logits, "logits", ctx));
   RDRR_RETURN_IF_ERROR(need_apart(weights, "weights", logits, "logits", ctx));
   RDRR_RETURN_IF_ERROR(need_apart(ids, "ids", weights, "weights", ctx));
-  RDRR_ASSIGN_OR_RETURN(const Pipeline* p, get_pipeline(rec, "moe_route", {}, ctx));
+  // One subgroup per row where the device's subgroup is 8 .. 64 invocations wide: the top-k rounds then run
+  // without workgroup barriers (kernels/moe_route.comp).
+  std::vector<SpecValue> spec;
+  const uint32_t sg = rec.device().caps().subgroup_size;
+  if (a.local_size_x != 0) {
+    spec.push_back({0, a.local_size_x});
+  } else if (sg >= 8 && sg <= 64) {
+    spec.push_back({0, sg});
+  }
+  RDRR_ASSIGN_OR_RETURN(const Pipeline* p, get_pipeline(rec, "moe_route", spec, ctx));
   RDRR_ASSIGN_OR_RETURN(const auto grid, fold_groups(rec, a.m_rows, ctx));
   const RoutePush push{a.m_rows, a.n_experts, a.top_k, a.normalize ? 1u : 0u, a.m_rows, 0, 0, 0};
   const BufferRange bindings[] = {logits, ids, weights};
@@ -121,12 +130,12 @@ Status record_moe_gemv(Recorder& rec, const MoeGemvArgs& a, std::string_view lab
   } else {
     kernel = kernels::pinned_moe_kernel(op, a.dtype, a.layout, a.k);
   }
-  // The vectorized kernels (gemv_q4k.comp ROWS MOE, gemv_q6k.comp MOE) address W in their own units: Q4_K as
-  // 16-byte vectors, so the stacked weight's blocks must start 16-byte aligned (an automatic choice falls back
-  // to the generic kernel).
+  // The vectorized kernels (gemv_q4k.comp ROWS MOE [Q5K], gemv_q6k.comp MOE) address W in their own units: Q4_K
+  // and Q5_K as 16-byte vectors, so the stacked weight's blocks must start 16-byte aligned (an automatic choice
+  // falls back to the generic kernel).
   bool vec = kernel->name.ends_with("_vec");
   uint64_t unit_bytes = weight_unit_bytes(a.dtype);
-  if (vec && a.dtype == DType::kQ4_K) unit_bytes = kQ4KVecBytes;
+  if (vec && (a.dtype == DType::kQ4_K || a.dtype == DType::kQ5_K)) unit_bytes = kQ4KVecBytes;
   const uint64_t rows = uint64_t{a.n_experts} * a.n_rows;
   const uint64_t slots = uint64_t{a.m_rows} * a.top_k;
   const uint64_t row_stride = ceil_div(a.k, be) * be;
@@ -175,13 +184,13 @@ Status record_moe_gemv(Recorder& rec, const MoeGemvArgs& a, std::string_view lab
   if (a.tuning.local_size_x != 0) spec.push_back({0, a.tuning.local_size_x});
   if (a.tuning.num_rows != 0) spec.push_back({1, a.tuning.num_rows});
   if (vec && spec.empty()) {
-    // The dense rows GEMV's workgroup sizes for this many workgroups; rows of at most 32 Q4_K items (K <= 1024)
+    // The dense rows GEMV's workgroup sizes for this many workgroups; rows of at most 32 Q4_K / Q5_K items (K <= 1024)
     // one 32-invocation group (64 would leave half of them idle).
     const DeviceCaps& caps = dev.caps();
     const uint64_t default_groups = ceil_div(a.n_rows, spec_default(*kernel, 1)) * y_rows;
     spec = vec_rows_local_size(a.dtype == DType::kQ6_K, a.k, default_groups, caps);
-    if (a.dtype == DType::kQ4_K && ceil_div(a.k, quant::kQK_K) * 8 <= 32 && caps.subgroup_size != 0 &&
-        caps.subgroup_size <= 32) {
+    if ((a.dtype == DType::kQ4_K || a.dtype == DType::kQ5_K) && ceil_div(a.k, quant::kQK_K) * 8 <= 32 &&
+        caps.subgroup_size != 0 && caps.subgroup_size <= 32) {
       spec = {{0, 32}};
     }
   }

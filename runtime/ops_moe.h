@@ -37,6 +37,9 @@ struct MoeRouteArgs {
   uint32_t n_experts = 0;
   uint32_t top_k = 0;
   bool normalize = false;
+  // Workgroup size (0 = automatic: the device's subgroup size where it is 8 .. 64, one subgroup per row, else 64).
+  // Tests pass 64 to run the several-subgroup rounds on any device.
+  uint32_t local_size_x = 0;
 };
 Status record_moe_route(Recorder& rec, const MoeRouteArgs& args, std::string_view label = "moe_route");
 
