@@ -5,6 +5,9 @@
 //     measured memory bandwidth that every other row is compared with (%copy);
 //   - gemv: every dtype / layout at the decode shapes N x K (outputs x inputs); bytes = packed weight bytes
 //     (x and y are negligible), GB/s = bytes / median time;
+//   - moe: expert GEMVs of one decode token (gather: gate_up of the T selected experts; combine: down_proj and the
+//     weighted sum) over a stacked weight of E experts, shape "E x N x K / T"; bytes = the T experts' rows; and the
+//     router's softmax + top-k (moe_route, shape "E/T");
 //   - attention: decode (one query) at several KV lengths, bytes = K + V cache bytes read; prefill (shape Pn: n
 //     tokens from position 0, causal) with attention_prefill.comp and the tiled attention.comp.
 // Times are GPU timestamps (runtime/recorder.h): each batch records R calls, each on its own copy of the
@@ -33,6 +36,7 @@
 #include "quant/f16.h"
 #include "runtime/device.h"
 #include "runtime/ops.h"
+#include "runtime/ops_moe.h"
 #include "runtime/recorder.h"
 
 namespace rdrr::bench {
@@ -134,6 +138,19 @@ struct GemvCase {
   bool independent = false;  // each call writes its own y: no barriers, calls may overlap ("indep")
 };
 
+// An expert GEMV shape: E experts of N outputs x K inputs, T selected per token.
+struct MoeShape {
+  uint32_t e, n, k, t;
+};
+
+struct MoeCase {
+  DType dtype;
+  bool combine;
+  runtime::MoeGemvTuning tuning;
+  std::string variant;  // tuning label, "" = defaults
+  std::string kernel;   // forced kernel ("" = the automatic choice)
+};
+
 // Per-call time of `record_one(recorder, copy_index)` over rotating copies, median over `iters` batches (after
 // two warm-up batches): GPU timestamps around every dispatch (rec), and the GPU span of a batch recorded
 // without per-dispatch timestamps (plain, span_timestamps) / copies.
@@ -143,6 +160,15 @@ Result<Timing> time_rotating(Recorder& rec, Recorder& plain, uint32_t copies, in
                              Prepare prepare) {
   std::vector<double> gpu_us;
   std::vector<double> batch_us;
+  // The GPU's clocks drop while it idles (pipeline compiles, host work between rows) and rise only after some
+  // busy time: short batches right after a pause read several times high. Untimed batches for kWarmMs first.
+  constexpr auto kWarmMs = std::chrono::milliseconds(200);
+  const auto warm_end = std::chrono::steady_clock::now() + kWarmMs;
+  while (std::chrono::steady_clock::now() < warm_end) {
+    RDRR_RETURN_IF_ERROR(prepare(plain));
+    for (uint32_t c = 0; c < copies; ++c) RDRR_RETURN_IF_ERROR(record_one(plain, c));
+    RDRR_RETURN_IF_ERROR(plain.submit_and_wait().status());
+  }
   for (int it = -2; it < iters; ++it) {
     RDRR_RETURN_IF_ERROR(prepare(rec));
     for (uint32_t c = 0; c < copies; ++c) RDRR_RETURN_IF_ERROR(record_one(rec, c));
@@ -368,6 +394,98 @@ struct Bench {
     table.add(row, *us);
   }
 
+  // One decode token's expert GEMV (M = 1) over a stacked row_wise weight in the pool. Call i selects experts
+  // ((i mod sets) * T + j) mod E, so consecutive calls read different experts (nothing cached from the last call
+  // when the stack is larger than the L2 cache). bytes = the T selected experts' rows.
+  void moe_gemv(const MoeShape& s, const MoeCase& c) {
+    Row row;
+    row.op = c.combine ? "moe_combine" : "moe_gather";
+    row.dtype = quant::dtype_name(c.dtype);
+    row.layout = "row_wise";
+    row.shape = std::to_string(s.e) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k) + "/" + std::to_string(s.t);
+    row.variant = c.variant;
+    if (!table.selected(row, opt.filter)) return;
+    const uint64_t w_bytes = runtime::packed_weight_bytes(c.dtype, Layout::kRowWise, uint64_t{s.e} * s.n, s.k);
+    row.bytes = runtime::packed_weight_bytes(c.dtype, Layout::kRowWise, uint64_t{s.t} * s.n, s.k);
+    if (w_bytes > pool.range().size) return table.fail(row, "weights larger than the pool (--pool-mib)");
+    // `sets` disjoint expert selections, cycled over 64 calls per batch.
+    const uint32_t sets = std::max<uint32_t>(1, std::min<uint32_t>(64, s.e / s.t));
+    const uint32_t copies = 64;
+    const uint64_t x_elems = uint64_t{c.combine ? s.t : 1u} * s.k;
+    const uint64_t y_elems = uint64_t{c.combine ? 1u : s.t} * s.n;
+    Result<runtime::Buffer> xb = dev.allocate(x_elems * 4, "x");
+    Result<runtime::Buffer> yb = dev.allocate(y_elems * 4, "y");
+    const uint64_t ids_stride = round_up(uint64_t{s.t} * 4, 256);  // binding offsets stay aligned
+    Result<runtime::Buffer> ib = dev.allocate(sets * ids_stride, "ids");
+    Result<runtime::Buffer> wb = dev.allocate(uint64_t{s.t} * 4, "router weights");
+    if (!xb.ok() || !yb.ok() || !ib.ok() || !wb.ok()) return table.fail(row, "allocation failed");
+    std::vector<uint32_t> ids(sets * ids_stride / 4);
+    for (uint32_t i = 0; i < sets; ++i) {
+      for (uint32_t j = 0; j < s.t; ++j) ids[i * ids_stride / 4 + j] = (i * s.t + j) % s.e;
+    }
+    const std::vector<float> x = random_floats(static_cast<uint32_t>(x_elems));
+    const std::vector<float> wts(s.t, 1.0f / static_cast<float>(s.t));
+    for (const Status& st : {dev.upload(xb->range(), std::as_bytes(std::span(x))),
+                             dev.upload(ib->range(), std::as_bytes(std::span(ids))),
+                             dev.upload(wb->range(), std::as_bytes(std::span(wts)))}) {
+      if (!st.ok()) return table.fail(row, st.to_string());
+    }
+    Result<Timing> us = time_rotating(rec, plain, copies, opt.iters, [&](Recorder& r, uint32_t i) {
+      runtime::MoeGemvArgs a;
+      a.w = pool.range().sub(0, w_bytes);
+      a.dtype = c.dtype;
+      a.layout = Layout::kRowWise;
+      a.n_experts = s.e;
+      a.n_rows = s.n;
+      a.k = s.k;
+      a.m_rows = 1;
+      a.top_k = s.t;
+      a.x = xb->range();
+      a.ids = ib->range().sub((i % sets) * ids_stride, uint64_t{s.t} * 4);
+      if (c.combine) a.weights = wb->range();
+      a.y = yb->range();
+      a.combine = c.combine;
+      a.tuning = c.tuning;
+      a.kernel = c.kernel;
+      return runtime::record_moe_gemv(r, a);
+    });
+    if (!us.ok()) return table.fail(row, us.status().to_string());
+    row.copies = copies;
+    table.add(row, *us);
+  }
+
+  // The router's softmax + top-k of one decode token over E experts (moe_route), serialized like the GEMVs.
+  void moe_route(uint32_t e, uint32_t t) {
+    Row row;
+    row.op = "moe_route";
+    row.dtype = "F32";
+    row.layout = "-";
+    row.shape = std::to_string(e) + "/" + std::to_string(t);
+    row.bytes = uint64_t{e} * 4;
+    if (!table.selected(row, opt.filter)) return;
+    Result<runtime::Buffer> lb = dev.allocate(uint64_t{e} * 4, "logits");
+    Result<runtime::Buffer> ib = dev.allocate(uint64_t{t} * 4, "ids");
+    Result<runtime::Buffer> wb = dev.allocate(uint64_t{t} * 4, "weights");
+    if (!lb.ok() || !ib.ok() || !wb.ok()) return table.fail(row, "allocation failed");
+    const std::vector<float> l = random_floats(e);
+    Status st = dev.upload(lb->range(), std::as_bytes(std::span(l)));
+    if (!st.ok()) return table.fail(row, st.to_string());
+    Result<Timing> us = time_rotating(rec, plain, 64, opt.iters, [&](Recorder& r, uint32_t) {
+      runtime::MoeRouteArgs a;
+      a.logits = lb->range();
+      a.ids = ib->range();
+      a.weights = wb->range();
+      a.m_rows = 1;
+      a.n_experts = e;
+      a.top_k = t;
+      a.normalize = true;
+      return runtime::record_moe_route(r, a);
+    });
+    if (!us.ok()) return table.fail(row, us.status().to_string());
+    row.copies = 64;
+    table.add(row, *us);
+  }
+
   // Per-call floor: a tiny dispatch (add of 256 values) serialized like the GEMV rows.
   void floor() {
     Row row;
@@ -497,7 +615,7 @@ std::vector<GemvCase> gemv_cases(bool tune) {
       {DType::kQ8_0, Layout::kRowWise, {}, ""},        {DType::kQ8_0, Layout::kFlat, {}, ""},
       {DType::kQ6_K, Layout::kRowWise, {}, ""},        {DType::kQ6_K, Layout::kFlat, {}, ""},
       {DType::kQ4_K, Layout::kFlat, {}, ""},           {DType::kQ4_K, Layout::kRowWise, {}, ""},
-      {DType::kQ4_K, Layout::kColumnWise, {}, ""},
+      {DType::kQ4_K, Layout::kColumnWise, {}, ""},     {DType::kQ5_K, Layout::kRowWise, {}, ""},
   };
   // Independent calls (no barrier between them): how much of a call is the fixed dispatch cost.
   for (DType d : {DType::kF16, DType::kQ8_0, DType::kQ6_K, DType::kQ4_K}) c.push_back({d, Layout::kRowWise, {}, "indep", true});
@@ -522,6 +640,14 @@ std::vector<GemvCase> gemv_cases(bool tune) {
   const GemvTuning dot_tunes[] = {{0, 0, 0, 0, 0, 0, 1, 0}, {64, 8, 0, 0, 0, 0, 2, 4}, {64, 2, 0, 0, 0, 0, 2, 8},
                                   {64, 2, 0, 0, 0, 0, 2, 4}, {64, 4, 0, 0, 0, 0, 2, 2}, {64, 8, 0, 0, 0, 0, 2, 2},
                                   {64, 4, 0, 0, 0, 0, 2, 8}};
+  // The generic row kernel (gemv.comp) of F32 / F16 / Q8_0 {local_size_x, NUM_ROWS}: invocations per row against
+  // the rows in flight.
+  const GemvTuning generic_tunes[] = {{32, 1}, {128, 1}, {256, 1}, {64, 2}, {128, 2}, {256, 2}};
+  for (DType d : {DType::kF32, DType::kF16, DType::kQ8_0}) {
+    for (const GemvTuning& t : generic_tunes) {
+      c.push_back({d, Layout::kRowWise, t, tune_label("wg", t.local_size_x, "_rows", t.num_rows)});
+    }
+  }
   // Q6_K rows on words (gemv_q6k.comp) {local_size_x, NUM_ROWS}.
   const GemvTuning q6_tunes[] = {{64, 1}, {64, 4}, {32, 2}, {128, 2}, {128, 1}, {32, 4}};
   for (const GemvTuning& t : q6_tunes) {
@@ -557,6 +683,29 @@ std::vector<GemvCase> gemv_cases(bool tune) {
   return c;
 }
 
+// Expert GEMVs: the automatic kernel of each mode and dtype, the generic kernel beside the vectorized one, and,
+// with --tune, {local_size_x, NUM_ROWS} sweeps of the vectorized kernels.
+std::vector<MoeCase> moe_cases(bool tune) {
+  std::vector<MoeCase> c;
+  for (bool combine : {false, true}) {
+    for (DType d : {DType::kQ4_K, DType::kQ6_K}) {
+      c.push_back({d, combine, {}, "", ""});
+      const std::string generic = std::string(combine ? "moe_gemv_combine_" : "moe_gemv_") +
+                                  (d == DType::kQ4_K ? "q4_k" : "q6_k");
+      c.push_back({d, combine, {}, "generic", generic});
+    }
+    c.push_back({DType::kQ8_0, combine, {}, "", ""});
+    if (!tune) continue;
+    for (uint32_t lx : {32u, 64u, 128u}) {
+      for (uint32_t rows : {1u, 2u, 4u, 8u}) {
+        c.push_back({DType::kQ4_K, combine, {lx, rows}, tune_label("wg", lx, "_rows", rows), ""});
+        if (rows <= 4) c.push_back({DType::kQ6_K, combine, {lx, rows}, tune_label("wg", lx, "_rows", rows), ""});
+      }
+    }
+  }
+  return c;
+}
+
 int run(const Options& opt) {
   runtime::DeviceOptions dopt = runtime::device_options_from_env();
   dopt.capture_pipeline_statistics = opt.stats;
@@ -584,9 +733,27 @@ int run(const Options& opt) {
   b.floor();
   const std::vector<Shape> shapes =
       opt.quick ? std::vector<Shape>{{512, 512}, {256, 1024}}
-                : std::vector<Shape>{{2048, 2048}, {2048, 8192}, {8192, 2048}, {4096, 14336}, {14336, 4096}, {4096, 4096}, {28672, 4096}};
+                : std::vector<Shape>{{2048, 2048},  {2048, 8192}, {8192, 2048}, {4096, 14336},
+                                     {14336, 4096}, {4096, 4096}, {28672, 4096}, {512, 2048},
+                                     {4096, 2048},  {2048, 4096}, {1024, 4096}, {6144, 4096},
+                                     {128, 2048},   {8, 4096}};  // MoE routers (F32 in GGUFs)
   for (const GemvCase& c : gemv_cases(opt.tune)) {
     for (const Shape& s : shapes) b.gemv(s, c);
+  }
+  // Qwen3-30B-A3B (128 experts, 8 per token, hidden 2048, expert FFN 768) and Mixtral-8x7B (8 / 2, 4096, 14336):
+  // gate_up gathers (N = 2 x FFN) and down combines.
+  const std::vector<std::pair<MoeShape, bool>> moe_shapes =
+      opt.quick ? std::vector<std::pair<MoeShape, bool>>{{{8, 64, 256, 2}, false}, {{8, 256, 64, 2}, true}}
+                : std::vector<std::pair<MoeShape, bool>>{{{128, 1536, 2048, 8}, false}, {{128, 2048, 768, 8}, true},
+                                                         {{8, 28672, 4096, 2}, false}, {{8, 4096, 14336, 2}, true}};
+  for (const MoeCase& c : moe_cases(opt.tune)) {
+    for (const auto& [s, combine] : moe_shapes) {
+      if (combine == c.combine) b.moe_gemv(s, c);
+    }
+  }
+  for (const auto& [e, t] : opt.quick ? std::vector<std::pair<uint32_t, uint32_t>>{{8, 2}}
+                                      : std::vector<std::pair<uint32_t, uint32_t>>{{8, 2}, {64, 8}, {128, 8}}) {
+    b.moe_route(e, t);
   }
   const std::vector<Shape> gemm_shapes =
       opt.quick ? std::vector<Shape>{{256, 512}} : std::vector<Shape>{{4096, 4096}, {14336, 4096}, {4096, 14336}};
