@@ -1,4 +1,5 @@
-// rdrr-make-synthetic-model --shape llama-3.2-1b|llama-3.1-8b|tiny [dims...] [--dtype bf16|f16|f32]
+// rdrr-make-synthetic-model --shape llama-3.2-1b|llama-3.1-8b|tiny|qwen3-30b-a3b|mixtral-8x7b|tiny-qwen3-moe|
+//                           tiny-mixtral [dims...] [--dtype bf16|f16|f32]
 //                           --out DIR [--seed N] [--max-shard-size BYTES] [--threads N] [--force] [--json]
 // Writes a random-weight Hugging Face checkpoint folder (see tools/synthetic_model.h).
 #include <CLI/CLI.hpp>
@@ -99,13 +100,15 @@ void print_summary(const std::string& shape, rdrr::quant::DType dtype, const std
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"Write a random-weight Hugging Face checkpoint (LlamaForCausalLM) of a given shape"};
+  CLI::App app{"Write a random-weight Hugging Face checkpoint (LlamaForCausalLM; Qwen3-MoE and Mixtral presets) of a "
+               "given shape"};
   std::string preset, dtype_name = "bf16", out;
   uint64_t seed = 0, max_shard_bytes = 5'000'000'000;
   int threads = 0;
   bool force = false, json = false;
   DimFlags dims;
-  app.add_option("--shape", preset, "preset: llama-3.2-1b, llama-3.1-8b, tiny");
+  app.add_option("--shape", preset,
+                 "preset: llama-3.2-1b, llama-3.1-8b, tiny, qwen3-30b-a3b, mixtral-8x7b, tiny-qwen3-moe, tiny-mixtral");
   add_dim_flags(app, dims);
   app.add_option("--dtype", dtype_name, "bf16 (default), f16 or f32");
   app.add_option("--out", out, "output folder")->required();

@@ -86,10 +86,9 @@ bool is_our_file(const std::string& name) {
 int64_t synthetic_bos_id(const SyntheticShape& s) { return s.vocab_size - special_count(s); }
 int64_t synthetic_eos_id(const SyntheticShape& s) { return synthetic_bos_id(s) + 1; }
 
-std::string synthetic_config_json(const SyntheticShape& s, quant::DType dtype) {
+// The config.json keys every family shares (nlohmann::json keeps keys sorted, so the file's order is the same).
+nlohmann::json common_config(const SyntheticShape& s, quant::DType dtype) {
   nlohmann::json c;
-  c["architectures"] = {"LlamaForCausalLM"};
-  c["attention_bias"] = false;
   c["attention_dropout"] = 0.0;
   c["bos_token_id"] = synthetic_bos_id(s);
   c["eos_token_id"] = synthetic_eos_id(s);
@@ -99,24 +98,58 @@ std::string synthetic_config_json(const SyntheticShape& s, quant::DType dtype) {
   c["initializer_range"] = 0.02;
   c["intermediate_size"] = s.intermediate_size;
   c["max_position_embeddings"] = s.max_position_embeddings;
-  c["mlp_bias"] = false;
-  c["model_type"] = "llama";
   c["num_attention_heads"] = s.num_heads;
   c["num_hidden_layers"] = s.num_layers;
   c["num_key_value_heads"] = s.num_kv_heads;
-  c["pretraining_tp"] = 1;
   c["rms_norm_eps"] = s.rms_norm_eps;
-  c["rope_scaling"] = {{"factor", s.rope_factor},
-                       {"high_freq_factor", s.rope_high_freq_factor},
-                       {"low_freq_factor", s.rope_low_freq_factor},
-                       {"original_max_position_embeddings", s.rope_original_max_positions},
-                       {"rope_type", "llama3"}};
   c["rope_theta"] = s.rope_theta;
   c["tie_word_embeddings"] = s.tie_word_embeddings;
   c["torch_dtype"] = dtype == quant::DType::kF32 ? "float32" : dtype == quant::DType::kF16 ? "float16" : "bfloat16";
   c["transformers_version"] = kTransformersVersion;
   c["use_cache"] = true;
   c["vocab_size"] = s.vocab_size;
+  return c;
+}
+
+// Qwen3-MoE / Mixtral (transformers' Qwen3MoeConfig / MixtralConfig); no rope scaling.
+void add_moe_config(const SyntheticShape& s, nlohmann::json& c) {
+  const bool qwen = s.family == SyntheticFamily::kQwen3Moe;
+  c["architectures"] = {qwen ? "Qwen3MoeForCausalLM" : "MixtralForCausalLM"};
+  c["model_type"] = qwen ? "qwen3_moe" : "mixtral";
+  c["num_experts_per_tok"] = s.experts_per_token;
+  c["output_router_logits"] = false;
+  c["router_aux_loss_coef"] = 0.001;
+  c["sliding_window"] = nullptr;
+  if (qwen) {
+    c["attention_bias"] = false;
+    c["decoder_sparse_step"] = 1;
+    c["mlp_only_layers"] = nlohmann::json::array();
+    c["moe_intermediate_size"] = s.moe_intermediate_size;
+    c["norm_topk_prob"] = true;
+    c["num_experts"] = s.num_experts;
+    c["use_sliding_window"] = false;
+  } else {
+    c["num_local_experts"] = s.num_experts;
+    c["router_jitter_noise"] = 0.0;
+  }
+}
+
+std::string synthetic_config_json(const SyntheticShape& s, quant::DType dtype) {
+  nlohmann::json c = common_config(s, dtype);
+  if (s.family != SyntheticFamily::kLlama) {
+    add_moe_config(s, c);
+    return c.dump(2) + "\n";
+  }
+  c["architectures"] = {"LlamaForCausalLM"};
+  c["attention_bias"] = false;
+  c["mlp_bias"] = false;
+  c["model_type"] = "llama";
+  c["pretraining_tp"] = 1;
+  c["rope_scaling"] = {{"factor", s.rope_factor},
+                       {"high_freq_factor", s.rope_high_freq_factor},
+                       {"low_freq_factor", s.rope_low_freq_factor},
+                       {"original_max_position_embeddings", s.rope_original_max_positions},
+                       {"rope_type", "llama3"}};
   return c.dump(2) + "\n";
 }
 

@@ -63,10 +63,38 @@ std::optional<SyntheticShape> synthetic_shape_preset(std::string_view name) {
     s.intermediate_size = 512, s.vocab_size = 1024, s.tie_word_embeddings = false;
     return s;
   }
+  if (name == "qwen3-30b-a3b" || name == "tiny-qwen3-moe") {
+    s.family = SyntheticFamily::kQwen3Moe;
+    s.rope_theta = 1000000.0, s.rms_norm_eps = 1e-6, s.max_position_embeddings = 40960;
+    if (name == "tiny-qwen3-moe") {
+      s.hidden_size = 256, s.num_layers = 2, s.num_heads = 4, s.num_kv_heads = 2, s.head_dim = 64;
+      s.intermediate_size = 512, s.vocab_size = 1024, s.num_experts = 8, s.experts_per_token = 2;
+      s.moe_intermediate_size = 256;
+      return s;
+    }
+    s.hidden_size = 2048, s.num_layers = 48, s.num_heads = 32, s.num_kv_heads = 4, s.head_dim = 128;
+    s.intermediate_size = 6144, s.vocab_size = 151936, s.num_experts = 128, s.experts_per_token = 8;
+    s.moe_intermediate_size = 768;
+    return s;
+  }
+  if (name == "mixtral-8x7b" || name == "tiny-mixtral") {
+    s.family = SyntheticFamily::kMixtral;
+    s.rope_theta = 1000000.0, s.max_position_embeddings = 32768;
+    if (name == "tiny-mixtral") {
+      s.hidden_size = 256, s.num_layers = 2, s.num_heads = 4, s.num_kv_heads = 2, s.head_dim = 64;
+      s.intermediate_size = 512, s.vocab_size = 1024, s.num_experts = 4, s.experts_per_token = 2;
+      return s;
+    }
+    s.hidden_size = 4096, s.num_layers = 32, s.num_heads = 32, s.num_kv_heads = 8, s.head_dim = 128;
+    s.intermediate_size = 14336, s.vocab_size = 32000, s.num_experts = 8, s.experts_per_token = 2;
+    return s;
+  }
   return std::nullopt;
 }
 
-std::vector<std::string> synthetic_shape_names() { return {"llama-3.2-1b", "llama-3.1-8b", "tiny"}; }
+std::vector<std::string> synthetic_shape_names() {
+  return {"llama-3.2-1b", "llama-3.1-8b", "tiny", "qwen3-30b-a3b", "mixtral-8x7b", "tiny-qwen3-moe", "tiny-mixtral"};
+}
 
 Status check_synthetic_shape(const SyntheticShape& s) {
   const std::pair<const char*, int64_t> dims[] = {
@@ -88,6 +116,15 @@ Status check_synthetic_shape(const SyntheticShape& s) {
   if (s.num_heads % s.num_kv_heads != 0) {
     return invalid("shape " + s.name + ": num_heads " + std::to_string(s.num_heads) +
                    " is not a multiple of num_kv_heads " + std::to_string(s.num_kv_heads));
+  }
+  if (s.family != SyntheticFamily::kLlama) {
+    const int64_t width = s.family == SyntheticFamily::kQwen3Moe ? s.moe_intermediate_size : s.intermediate_size;
+    if (s.num_experts < 1 || s.num_experts > 4096 || s.experts_per_token < 1 || s.experts_per_token > s.num_experts ||
+        width < 1 || width > (int64_t{1} << 24)) {
+      return invalid("shape " + s.name + ": num_experts = " + std::to_string(s.num_experts) +
+                     ", experts_per_token = " + std::to_string(s.experts_per_token) + ", expert width = " +
+                     std::to_string(width) + "; expected 1 <= experts_per_token <= num_experts <= 4096, width >= 1");
+    }
   }
   const std::pair<const char*, double> reals[] = {{"rms_norm_eps", s.rms_norm_eps},
                                                    {"rope_theta", s.rope_theta},
@@ -116,11 +153,34 @@ std::vector<SyntheticTensor> synthetic_tensors(const SyntheticShape& s) {
     t.push_back({model_tensor_name(m, layer), expected_shape(m, dims), model_tensor_info(m).role == TensorRole::kNorm});
   };
   add(M::kEmbedTokens, 0);
+  const bool qwen = s.family == SyntheticFamily::kQwen3Moe;
+  const int64_t ff = qwen ? s.moe_intermediate_size : s.intermediate_size;  // an expert's width
   for (int64_t i = 0; i < s.num_layers; ++i) {
-    for (M m : {M::kQProj, M::kKProj, M::kVProj, M::kOProj, M::kGateProj, M::kUpProj, M::kDownProj, M::kInputNorm,
-                M::kPostAttentionNorm}) {
-      add(m, static_cast<uint32_t>(i));
+    const auto layer = static_cast<uint32_t>(i);
+    if (s.family == SyntheticFamily::kLlama) {
+      for (M m : {M::kQProj, M::kKProj, M::kVProj, M::kOProj, M::kGateProj, M::kUpProj, M::kDownProj, M::kInputNorm,
+                  M::kPostAttentionNorm}) {
+        add(m, layer);
+      }
+      continue;
     }
+    for (M m : {M::kQProj, M::kKProj, M::kVProj, M::kOProj}) add(m, layer);
+    if (qwen) {
+      add(M::kQNorm, layer);
+      add(M::kKNorm, layer);
+    }
+    // HF names: Qwen3-MoE mlp.gate / mlp.experts.N.{gate,up,down}_proj; Mixtral block_sparse_moe.gate /
+    // block_sparse_moe.experts.N.{w1 (gate), w3 (up), w2 (down)}.
+    const std::string p = "model.layers." + std::to_string(i) + (qwen ? ".mlp." : ".block_sparse_moe.");
+    t.push_back({p + "gate.weight", {s.num_experts, s.hidden_size}, false});
+    for (int64_t e = 0; e < s.num_experts; ++e) {
+      const std::string x = p + "experts." + std::to_string(e) + ".";
+      t.push_back({x + (qwen ? "gate_proj" : "w1") + ".weight", {ff, s.hidden_size}, false});
+      t.push_back({x + (qwen ? "up_proj" : "w3") + ".weight", {ff, s.hidden_size}, false});
+      t.push_back({x + (qwen ? "down_proj" : "w2") + ".weight", {s.hidden_size, ff}, false});
+    }
+    add(M::kInputNorm, layer);
+    add(M::kPostAttentionNorm, layer);
   }
   add(M::kFinalNorm, 0);
   if (!s.tie_word_embeddings) add(M::kLmHead, 0);

@@ -35,8 +35,13 @@
 
 namespace rdrr::tools {
 
+// The checkpoint's architecture: Llama (dense), Qwen3-MoE (q / k norms, mlp.gate + mlp.experts.N.{gate,up,down}_proj,
+// every layer sparse) or Mixtral (block_sparse_moe.gate + block_sparse_moe.experts.N.w1 / w3 / w2).
+enum class SyntheticFamily : uint8_t { kLlama, kQwen3Moe, kMixtral };
+
 struct SyntheticShape {
   std::string name = "custom";  // preset name, or "custom"
+  SyntheticFamily family = SyntheticFamily::kLlama;
   int64_t hidden_size = 0;
   int64_t num_layers = 0;
   int64_t num_heads = 0;
@@ -53,12 +58,19 @@ struct SyntheticShape {
   double rope_low_freq_factor = 1.0;
   double rope_high_freq_factor = 4.0;
   int64_t rope_original_max_positions = 8192;
+  // Mixture of experts (Qwen3-MoE, Mixtral): experts per layer, selected per token, each expert's FFN width
+  // (Qwen3-MoE's moe_intermediate_size; Mixtral's experts are intermediate_size wide).
+  int64_t num_experts = 0;
+  int64_t experts_per_token = 0;
+  int64_t moe_intermediate_size = 0;
 };
 
-// "llama-3.2-1b", "llama-3.1-8b", "tiny"; nullopt for another name.
+// "llama-3.2-1b", "llama-3.1-8b", "tiny", "qwen3-30b-a3b", "mixtral-8x7b", "tiny-qwen3-moe", "tiny-mixtral";
+// nullopt for another name.
 std::optional<SyntheticShape> synthetic_shape_preset(std::string_view name);
 std::vector<std::string> synthetic_shape_names();
-// Every dim >= 1, vocab_size >= 258 (256 byte tokens + BOS/EOS), rope values finite and > 0.
+// Every dim >= 1, vocab_size >= 258 (256 byte tokens + BOS/EOS), rope values finite and > 0; MoE families: 1 <=
+// experts_per_token <= num_experts, the expert width >= 1.
 // Errors: kInvalidArgument naming the field.
 Status check_synthetic_shape(const SyntheticShape& shape);
 
@@ -69,7 +81,8 @@ struct SyntheticTensor {
   int64_t numel() const;
 };
 // The checkpoint's tensors in state-dict order (embed, per layer q/k/v/o, gate/up/down, the two norms,
-// final norm, lm_head unless tied).
+// final norm, lm_head unless tied; MoE families: the q / k norms (Qwen3), the router and every expert's three
+// matrices in place of gate/up/down).
 std::vector<SyntheticTensor> synthetic_tensors(const SyntheticShape& shape);
 
 // Shard assignment: groups of indices into `tensor_bytes` (state-dict order), as save_pretrained splits.

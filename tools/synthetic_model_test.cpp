@@ -13,6 +13,7 @@
 
 #include <sys/wait.h>
 
+#include "convert/converter.h"
 #include "convert/safetensors.h"
 #include "quant/f16.h"
 #include "rdrr/test_temp_dir.h"
@@ -260,6 +261,60 @@ TEST(SyntheticShapes, PresetsAndSharding) {
   const std::vector<uint64_t> sizes = {4, 4, 20, 3, 5, 1};
   const auto shards = split_into_shards(sizes, 10);
   EXPECT_EQ(shards, (std::vector<std::vector<size_t>>{{2}, {0, 1}, {3, 4, 5}}));
+}
+
+// The MoE presets have the real models' parameter counts and HF tensor names; the tiny ones convert (every
+// layer sparse, experts stacked) with the architecture read from config.json.
+TEST(SyntheticShapes, MoePresets) {
+  const auto count = [](const SyntheticShape& s) {
+    int64_t params = 0;
+    for (const auto& t : synthetic_tensors(s)) params += t.numel();
+    return params;
+  };
+  const auto qwen = *synthetic_shape_preset("qwen3-30b-a3b");
+  EXPECT_EQ(count(qwen), 30532122624);  // Qwen3-30B-A3B
+  const auto tq = synthetic_tensors(qwen);
+  EXPECT_EQ(tq.size(), 1u + 48u * (4u + 2u + 1u + 3u * 128u + 2u) + 2u);
+  EXPECT_EQ(tq[5].name, "model.layers.0.self_attn.q_norm.weight");
+  EXPECT_EQ(tq[5].shape, std::vector<int64_t>{128});
+  EXPECT_TRUE(tq[5].is_norm);
+  EXPECT_EQ(tq[7].name, "model.layers.0.mlp.gate.weight");
+  EXPECT_EQ(tq[7].shape, (std::vector<int64_t>{128, 2048}));
+  EXPECT_EQ(tq[10].name, "model.layers.0.mlp.experts.0.down_proj.weight");
+  EXPECT_EQ(tq[10].shape, (std::vector<int64_t>{2048, 768}));
+  const auto mixtral = *synthetic_shape_preset("mixtral-8x7b");
+  EXPECT_EQ(count(mixtral), 46702792704);  // Mixtral-8x7B
+  const auto tm = synthetic_tensors(mixtral);
+  EXPECT_EQ(tm[5].name, "model.layers.0.block_sparse_moe.gate.weight");
+  EXPECT_EQ(tm[6].name, "model.layers.0.block_sparse_moe.experts.0.w1.weight");
+  EXPECT_EQ(tm[8].shape, (std::vector<int64_t>{4096, 14336}));  // w2 (down)
+  SyntheticShape bad = *synthetic_shape_preset("tiny-mixtral");
+  bad.experts_per_token = 5;  // > num_experts
+  const Status st = check_synthetic_shape(bad);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("experts_per_token = 5"), std::string::npos) << st.to_string();
+}
+
+TEST_F(SyntheticModelTest, MoeCheckpointsConvert) {
+  for (const char* preset : {"tiny-qwen3-moe", "tiny-mixtral"}) {
+    SCOPED_TRACE(preset);
+    SyntheticModelOptions o;
+    o.shape = *synthetic_shape_preset(preset);
+    o.out_dir = root_ / preset;
+    auto summary = write_synthetic_model(o);
+    ASSERT_TRUE(summary.ok()) << summary.status().to_string();
+    convert::ConvertOptions co;
+    co.src = o.out_dir;
+    co.out = root_ / (std::string(preset) + "-pack");
+    co.calibration = convert::CalibrationMode::kOff;  // no golden_writer: no goldens
+    Result<convert::ConvertReport> r = convert::convert_model(co);
+    ASSERT_TRUE(r.ok()) << r.status().to_string();
+    const nlohmann::json m = nlohmann::json::parse(read_file(co.out / "manifest.json"));
+    const nlohmann::json& moe = m.at("architecture").at("moe");
+    EXPECT_EQ(moe.at("numExperts").get<int64_t>(), o.shape.num_experts) << moe.dump();
+    EXPECT_EQ(moe.at("expertsPerToken").get<int64_t>(), o.shape.experts_per_token) << moe.dump();
+    EXPECT_TRUE(m.at("tensors").contains("model.layers.1.mlp.experts.gate_up_proj.weight"));
+  }
 }
 
 TEST_F(SyntheticModelTest, Errors) {
