@@ -45,12 +45,9 @@ namespace {
 
 using quant::DType;
 using quant::Layout;
-using runtime::BufferRange;
 using runtime::Device;
 using runtime::GemvArgs;
 using runtime::GemmArgs;
-using runtime::GemmTuning;
-using runtime::GemvTuning;
 using runtime::Recorder;
 
 struct Options {

@@ -134,8 +134,9 @@ Status record_moe_gemv(Recorder& rec, const MoeGemvArgs& a, std::string_view lab
   // and Q5_K as 16-byte vectors, so the stacked weight's blocks must start 16-byte aligned (an automatic choice
   // falls back to the generic kernel).
   bool vec = kernel->name.ends_with("_vec");
+  const bool k_quant_vectors = a.dtype == DType::kQ4_K || a.dtype == DType::kQ5_K;  // gemv_q4k.comp's blocks
   uint64_t unit_bytes = weight_unit_bytes(a.dtype);
-  if (vec && (a.dtype == DType::kQ4_K || a.dtype == DType::kQ5_K)) unit_bytes = kQ4KVecBytes;
+  if (vec && k_quant_vectors) unit_bytes = kQ4KVecBytes;
   const uint64_t rows = uint64_t{a.n_experts} * a.n_rows;
   const uint64_t slots = uint64_t{a.m_rows} * a.top_k;
   const uint64_t row_stride = ceil_div(a.k, be) * be;
@@ -189,8 +190,8 @@ Status record_moe_gemv(Recorder& rec, const MoeGemvArgs& a, std::string_view lab
     const DeviceCaps& caps = dev.caps();
     const uint64_t default_groups = ceil_div(a.n_rows, spec_default(*kernel, 1)) * y_rows;
     spec = vec_rows_local_size(a.dtype == DType::kQ6_K, a.k, default_groups, caps);
-    if ((a.dtype == DType::kQ4_K || a.dtype == DType::kQ5_K) && ceil_div(a.k, quant::kQK_K) * 8 <= 32 &&
-        caps.subgroup_size != 0 && caps.subgroup_size <= 32) {
+    if (k_quant_vectors && ceil_div(a.k, quant::kQK_K) * 8 <= 32 && caps.subgroup_size != 0 &&
+        caps.subgroup_size <= 32) {
       spec = {{0, 32}};
     }
   }
