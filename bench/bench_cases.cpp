@@ -136,8 +136,9 @@ std::vector<GemvCase> gemv_cases(bool tune) {
   return c;
 }
 
-// Expert GEMVs: the automatic kernel of each mode and dtype, the generic kernel beside the vectorized one, and,
-// with --tune, {local_size_x, NUM_ROWS} sweeps of the vectorized kernels.
+// Expert GEMVs: the automatic kernel of each mode and dtype, the generic kernel beside the vectorized one, the
+// fused route + gather + activation of Q4_K, and, with --tune, {local_size_x, NUM_ROWS, UNROLL} sweeps of the
+// vectorized kernels.
 std::vector<MoeCase> moe_cases(bool tune) {
   std::vector<MoeCase> c;
   for (bool combine : {false, true}) {
@@ -148,10 +149,15 @@ std::vector<MoeCase> moe_cases(bool tune) {
       c.push_back({d, combine, {}, "generic", generic});
     }
     c.push_back({DType::kQ8_0, combine, {}, "", ""});
+    if (!combine) c.push_back({DType::kQ4_K, false, {}, "", "", true});
     if (!tune) continue;
     for (uint32_t lx : {32u, 64u, 128u}) {
       for (uint32_t rows : {1u, 2u, 4u, 8u}) {
-        c.push_back({DType::kQ4_K, combine, {lx, rows}, tune_label("wg", lx, "_rows", rows), ""});
+        for (uint32_t unroll : {1u, 2u}) {
+          const std::string label = tune_label("wg", lx, "_rows", rows) + "_u" + std::to_string(unroll);
+          c.push_back({DType::kQ4_K, combine, {lx, rows, unroll}, label, ""});
+          if (!combine && rows % 2 == 0) c.push_back({DType::kQ4_K, false, {lx, rows, unroll}, label, "", true});
+        }
         if (rows <= 4) c.push_back({DType::kQ6_K, combine, {lx, rows}, tune_label("wg", lx, "_rows", rows), ""});
       }
     }

@@ -44,6 +44,7 @@ struct MoeCase {
   runtime::MoeGemvTuning tuning;
   std::string variant;  // tuning label, "" = defaults
   std::string kernel;   // forced kernel ("" = the automatic choice)
+  bool route_glu = false;  // the decode step moe_route_gate_up_glu (router top-k + gather + activation) in place of the gather
 };
 
 // Prefill matmuls: the automatic tile (f32 products, and the cooperative-matrix kernels where the device has

@@ -6,8 +6,9 @@
 //   - gemv: every dtype / layout at the decode shapes N x K (outputs x inputs); bytes = packed weight bytes
 //     (x and y are negligible), GB/s = bytes / median time;
 //   - moe: expert GEMVs of one decode token (gather: gate_up of the T selected experts; combine: down_proj and the
-//     weighted sum) over a stacked weight of E experts, shape "E x N x K / T"; bytes = the T experts' rows; and the
-//     router's softmax + top-k (moe_route, shape "E/T");
+//     weighted sum; moe_route_glu: the router's top-k, the gate_up gather and the activation in one dispatch) over a
+//     stacked weight of E experts, shape "E x N x K / T"; bytes = the T experts' rows; and the router's softmax +
+//     top-k (moe_route, shape "E/T");
 //   - attention: decode (one query) at several KV lengths, bytes = K + V cache bytes read; prefill (shape Pn: n
 //     tokens from position 0, causal) with attention_prefill.comp and the tiled attention.comp.
 // Times are GPU timestamps (runtime/recorder.h): each batch records R calls, each on its own copy of the
@@ -363,7 +364,7 @@ struct Bench {
   // when the stack is larger than the L2 cache). bytes = the T selected experts' rows.
   void moe_gemv(const MoeShape& s, const MoeCase& c) {
     Row row;
-    row.op = c.combine ? "moe_combine" : "moe_gather";
+    row.op = c.combine ? "moe_combine" : c.route_glu ? "moe_route_glu" : "moe_gather";
     row.dtype = quant::dtype_name(c.dtype);
     row.layout = "row_wise";
     row.shape = std::to_string(s.e) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k) + "/" + std::to_string(s.t);
@@ -384,9 +385,19 @@ struct Bench {
     Result<runtime::Buffer> wb = dev.allocate(uint64_t{s.t} * 4, "router weights");
     if (!xb.ok() || !yb.ok() || !ib.ok() || !wb.ok()) return table.fail(row, "allocation failed");
     std::vector<uint32_t> ids(sets * ids_stride / 4);
+    // route_glu: router logits [sets][E] ranking the same experts first (and the rest low).
+    const uint64_t logits_stride = round_up(uint64_t{s.e} * 4, 256);
+    std::vector<float> logits(sets * logits_stride / 4, -4.0f);
     for (uint32_t i = 0; i < sets; ++i) {
-      for (uint32_t j = 0; j < s.t; ++j) ids[i * ids_stride / 4 + j] = (i * s.t + j) % s.e;
+      for (uint32_t j = 0; j < s.t; ++j) {
+        ids[i * ids_stride / 4 + j] = (i * s.t + j) % s.e;
+        logits[i * logits_stride / 4 + (i * s.t + j) % s.e] = 4.0f - 0.25f * static_cast<float>(j);
+      }
     }
+    Result<runtime::Buffer> lb = dev.allocate(logits.size() * 4, "logits");
+    if (!lb.ok()) return table.fail(row, "allocation failed");
+    Status lst = dev.upload(lb->range(), std::as_bytes(std::span(logits)));
+    if (!lst.ok()) return table.fail(row, lst.to_string());
     const std::vector<float> x = random_floats(static_cast<uint32_t>(x_elems));
     const std::vector<float> wts(s.t, 1.0f / static_cast<float>(s.t));
     for (const Status& st : {dev.upload(xb->range(), std::as_bytes(std::span(x))),
@@ -395,6 +406,24 @@ struct Bench {
       if (!st.ok()) return table.fail(row, st.to_string());
     }
     Result<Timing> us = time_rotating(rec, plain, copies, opt.iters, [&](Recorder& r, uint32_t i) {
+      if (c.route_glu) {
+        runtime::MoeRouteGluArgs a;
+        a.w = pool.range().sub(0, w_bytes);
+        a.dtype = c.dtype;
+        a.n_experts = s.e;
+        a.ff = s.n / 2;
+        a.k = s.k;
+        a.m_rows = 1;
+        a.top_k = s.t;
+        a.normalize = true;
+        a.x = xb->range();
+        a.logits = lb->range().sub((i % sets) * logits_stride, uint64_t{s.e} * 4);
+        a.ids = ib->range().sub((i % sets) * ids_stride, uint64_t{s.t} * 4);
+        a.weights = wb->range();
+        a.act_out = yb->range().sub(0, uint64_t{s.t} * (s.n / 2) * 4);
+        a.tuning = c.tuning;
+        return runtime::record_moe_route_glu(r, a);
+      }
       runtime::MoeGemvArgs a;
       a.w = pool.range().sub(0, w_bytes);
       a.dtype = c.dtype;

@@ -213,6 +213,13 @@ class Checker {
       if (!param.ok()) return Status(param.status()).context(s.label());
     }
     if (op->dispatch == Dispatch::kRope) RDRR_RETURN_IF_ERROR(check_rope_kernel(s, *op));
+    if (op->dispatch == Dispatch::kKvAppendRope &&
+        kernels::fuses_head_norm(step.kernel_key) != (op->weight == WeightKind::kNorm)) {
+      return error(StatusCode::kValidation,
+                   s.label() + ": kernel " + q(step.kernel_key) +
+                       (op->weight == WeightKind::kNorm ? " does not norm k; the op needs a kv_append_norm_rope_* kernel"
+                                                        : " norms k; the op takes no norm weight (kv_append_rope_*)"));
+    }
     if (is_kv_kernel(*k)) RDRR_RETURN_IF_ERROR(check_kv_type(s, *k));
     if (op->weight == WeightKind::kNone) {
       if (step.weight_ref) {
@@ -232,7 +239,7 @@ class Checker {
   // not local (kernels::rope_kernel): `rope` applies only linear scaling, `rope_freqs` needs its table.
   Status check_rope_kernel(const StepRef& s, const OpInfo& op) const {
     const bool table = !op.has(kLocal) && rope_needs_freq_table(m_.inference.rope);
-    const std::string_view want = kernels::rope_kernel(table);
+    const std::string_view want = kernels::rope_kernel(table, op.weight == WeightKind::kNorm);
     if (s.step->kernel_key == want) return Status::Ok();
     const std::string scaling(rope_scaling_type_name(m_.inference.rope.scaling_type));
     return error(StatusCode::kValidation,
@@ -264,6 +271,12 @@ class Checker {
            std::any_of(op.writes.begin(), op.writes.end(), moe_buf);
   }
 
+  // A stacked expert weight (kExpertsIn, kExpertsOut, kExpertsGlu).
+  static bool expert_weight(const OpInfo& op) {
+    return op.weight == WeightKind::kExpertsIn || op.weight == WeightKind::kExpertsOut ||
+           op.weight == WeightKind::kExpertsGlu;
+  }
+
   // The length of a norm / bias weight (OpInfo::weight_length); kOutput: the written buffer's width.
   Result<uint64_t> weight_length(const OpInfo& op) const {
     if (op.weight_length == WeightLength::kHeadDim) return m_.architecture.head_dim;
@@ -280,7 +293,7 @@ class Checker {
                                                 " != [>= vocabSize " + std::to_string(m_.architecture.vocab_size) +
                                                 ", hiddenSize " + std::to_string(m_.architecture.hidden_size) + "]");
     }
-    const bool experts = op.weight == WeightKind::kExpertsIn || op.weight == WeightKind::kExpertsOut;
+    const bool experts = expert_weight(op);
     if (op.weight != WeightKind::kMatmul && !experts) return Status::Ok();
     if (!dims_.ok()) return dims_.status();
     uint64_t n = buffer_width(*dims_, op.output());
@@ -290,6 +303,7 @@ class Checker {
         return error(StatusCode::kValidation, what + ": an expert step in a model without architecture.moe");
       }
       if (op.weight == WeightKind::kExpertsIn) n /= dims_->top_k;
+      if (op.weight == WeightKind::kExpertsGlu) n = n / dims_->top_k * 2;
       if (op.weight == WeightKind::kExpertsOut) k /= dims_->top_k;
       n *= dims_->experts;
     }
@@ -308,13 +322,13 @@ class Checker {
     }
     const TensorEntry& t = *it->second;
     const std::string what = label + ": kernel " + q(s.step->kernel_key) + ", tensor " + q(name);
-    const bool two_d = op.weight == WeightKind::kMatmul || op.weight == WeightKind::kEmbedding ||
-                       op.weight == WeightKind::kExpertsIn || op.weight == WeightKind::kExpertsOut;
+    const bool two_d = op.weight == WeightKind::kMatmul || op.weight == WeightKind::kEmbedding || expert_weight(op);
     if (two_d && t.shape.size() != 2) {
       return error(StatusCode::kValidation, what + ": shape " + shape_to_string(t.shape) + " is not 2-D [N, K]");
     }
     RDRR_RETURN_IF_ERROR(check_two_d_shape(op, t, what));
-    if (!contains(k.dtypes, t.dtype)) {
+    // A kernel's dtypes are its weight's, except a KV append's (its cache type; its norm weight is F32, below).
+    if (op.dispatch != Dispatch::kKvAppendRope && !contains(k.dtypes, t.dtype)) {
       return error(StatusCode::kUnsupported, what + ": kernel reads " + dtypes_string(k.dtypes) + ", tensor is " +
                                                  std::string(quant::dtype_name(t.dtype)));
     }
@@ -324,7 +338,7 @@ class Checker {
                                                  ", tensor is " + std::string(quant::layout_name(layout)));
     }
     std::string_view why;
-    const bool expert_step = op.weight == WeightKind::kExpertsIn || op.weight == WeightKind::kExpertsOut;
+    const bool expert_step = expert_weight(op);
     if ((op.weight == WeightKind::kMatmul || expert_step) && !kernels::matmul_kernel_fits(k, layout, t.shape[1], &why)) {
       return error(StatusCode::kUnsupported, what + ": kernel cannot read this " +
                                                  std::string(quant::layout_name(layout)) + " weight of K " +
@@ -373,7 +387,7 @@ class Checker {
   // The op that differs from `op` only in kLocal (attention <-> attention_sliding, rope_q <-> rope_q_local).
   static std::string_view counterpart(const OpInfo& op) {
     for (const OpInfo& o : all_ops()) {
-      if (o.dispatch == op.dispatch && o.flags == (op.flags ^ kLocal)) return o.name;
+      if (o.dispatch == op.dispatch && o.weight == op.weight && o.flags == (op.flags ^ kLocal)) return o.name;
     }
     return "?";
   }

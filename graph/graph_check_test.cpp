@@ -12,60 +12,12 @@
 #include "rdrr/layer_ref.h"
 #include "rdrr/manifest_testutil.h"
 #include "rdrr/validate.h"
+#include "graph/graph_check_test_util.h"
 
 namespace rdrr::graph {
 namespace {
 
 using namespace rdrr::kernels;  // registry, digests, kernel choice
-
-// tiny-gemma3-like manifest (sliding layers 0-1, Q6_K v/down on layer 2, q/k norms, tied Q6_K embedding)
-// with the planner's graph.
-Manifest planned_manifest() {
-  Manifest m = testing::tiny_gemma3_manifest();
-  m.inference.execution.reset();
-  Result<ExecutionGraph> g = plan_execution_graph(m);
-  EXPECT_TRUE(g.ok()) << g.status().to_string();
-  if (g.ok()) m.inference.execution = std::move(g).value();
-  return m;
-}
-
-ExecutionGraph& graph(Manifest& m) { return *m.inference.execution; }
-
-// Every step of a layer phase with op `op` (plain or inside a group).
-std::vector<ExecStep*> steps_with_op(std::vector<LayerEntry>& phase, std::string_view op) {
-  std::vector<ExecStep*> out;
-  for (LayerEntry& e : phase) {
-    if (auto* s = std::get_if<ExecStep>(&e)) {
-      if (s->op == op) out.push_back(s);
-      continue;
-    }
-    for (ExecStep& s : std::get<LayerGroup>(e).steps) {
-      if (s.op == op) out.push_back(&s);
-    }
-  }
-  return out;
-}
-
-ExecStep& first_step(Manifest& m, std::string_view op, bool decode = true) {
-  std::vector<ExecStep*> s = steps_with_op(decode ? graph(m).decode : graph(m).prefill, op);
-  EXPECT_FALSE(s.empty()) << op;
-  return *s.front();
-}
-
-TensorEntry& tensor(Manifest& m, std::string_view name) {
-  for (TensorEntry& t : m.tensors) {
-    if (t.name == name) return t;
-  }
-  ADD_FAILURE() << "no tensor " << name;
-  return m.tensors.front();
-}
-
-void expect_error(const Manifest& m, StatusCode code, const std::vector<std::string>& fragments,
-                  const GraphCheckOptions& o = {}) {
-  const Status s = check_execution_graph(m, o);
-  ASSERT_EQ(s.code(), code) << s.to_string();
-  for (const std::string& f : fragments) EXPECT_NE(s.message().find(f), std::string::npos) << s.message() << "\n  lacks: " << f;
-}
 
 TEST(GraphCheck, PlannedGraphPasses) {
   Manifest m = planned_manifest();
@@ -216,7 +168,7 @@ TEST(GraphCheck, KernelRejectsTensorLayout) {
 }
 
 TEST(GraphCheck, NormWeightShapeAndDtype) {
-  Manifest m = planned_manifest();
+  Manifest m = planned_unfused_manifest();
   first_step(m, "q_norm").weight_ref = "model.layers.{L}.input_layernorm.weight";
   expect_error(m, StatusCode::kValidation, {"(layer 0) 'q_norm'", "expected F32 [64]", "F32 [256]"});
   m = planned_manifest();
@@ -279,17 +231,8 @@ TEST(GraphCheck, PrecisionRules) {
   graph(m).kernels.at("attention_f16").precision["kvDtype"] = "bf16";
   expect_error(m, StatusCode::kUnsupported, {"kernels.attention_f16.precision.kvDtype", "'bf16'", "f16 or f32"});
   m = planned_manifest();
-  graph(m).kernels.at("kv_append_rope_f16").precision["kvDtype"] = "f32";
-  expect_error(m, StatusCode::kUnsupported, {"kernels.kv_append_rope_f16.precision.kvDtype", "'f32'", "in f16"});
-}
-
-TEST(GraphCheck, KvCacheTypeTransition) {
-  Manifest m = planned_manifest();
-  KernelSpec kv32{"kv_append.comp", "main", pinned_kernel_digest("kv_append_rope_f32").value(), {}, {{"kvDtype", "f32"}}};
-  graph(m).kernels.emplace("kv_append_rope_f32", kv32);
-  first_step(m, "kv_append_rope").kernel_key = "kv_append_rope_f32";
-  expect_error(m, StatusCode::kValidation, {"decode[", "'kv_append_rope': kernel 'kv_append_rope_f32'", "in F32",
-                                            "prefill[", "kernel 'kv_append_rope_f16') uses F16", "require_cast_step"});
+  graph(m).kernels.at("kv_append_norm_rope_f16").precision["kvDtype"] = "f32";
+  expect_error(m, StatusCode::kUnsupported, {"kernels.kv_append_norm_rope_f16.precision.kvDtype", "'f32'", "in f16"});
 }
 
 TEST(GraphCheck, ExactlyOneAttentionPerLayer) {
@@ -306,108 +249,6 @@ TEST(GraphCheck, ExactlyOneAttentionPerLayer) {
     return std::holds_alternative<LayerGroup>(e) && std::get<LayerGroup>(e).steps.empty();
   });
   expect_error(m, StatusCode::kValidation, {"prefill: layer 2 runs 0 attention ops"});
-}
-
-TEST(GraphCheck, SlidingOpsOnlyOnSlidingLayers) {
-  Manifest m = planned_manifest();
-  first_step(m, "attention").op = "attention_sliding";  // the layer-2 (full) group
-  expect_error(m, StatusCode::kValidation,
-               {"(layer 2) 'attention_sliding'", "layer 2 is full_attention", "layerTypes", "must run attention"});
-  m = planned_manifest();
-  first_step(m, "attention_sliding").op = "attention";
-  expect_error(m, StatusCode::kValidation, {"(layer 0) 'attention'", "sliding_attention", "must run attention_sliding"});
-  m = planned_manifest();
-  first_step(m, "rope_q").op = "rope_q_local";
-  expect_error(m, StatusCode::kValidation, {"(layer 2) 'rope_q_local'", "full_attention", "local rope"});
-  m = planned_manifest();
-  first_step(m, "kv_append_rope_local").op = "kv_append_rope";
-  expect_error(m, StatusCode::kValidation,
-               {"(layer 0) 'kv_append_rope'", "ropeLocalTheta is set", "kv_append_rope_local"});
-  m = planned_manifest();
-  first_step(m, "kv_append_rope").op = "kv_append_rope_local";
-  expect_error(m, StatusCode::kValidation, {"(layer 2) 'kv_append_rope_local'", "full_attention", "local rope"});
-}
-
-// Replaces every kv_append_rope[_local] step of a layer phase with rope_k[_local] + kv_append (kernel kv_append_f16,
-// added to the kernels map): the graph of packs converted before the fused op. append_first: kv_append goes
-// before the rotation instead (a wrong graph).
-void unfuse_kv_rope(Manifest& m, std::vector<LayerEntry>& phase, bool append_first = false) {
-  const KernelSpec kv{"kv_append.comp", "main", pinned_kernel_digest("kv_append_f16").value(), {}, {{"kvDtype", "f16"}}};
-  graph(m).kernels.emplace("kv_append_f16", kv);
-  auto split = [append_first](std::vector<ExecStep>& steps) {
-    for (size_t i = 0; i < steps.size(); ++i) {
-      if (steps[i].op != "kv_append_rope" && steps[i].op != "kv_append_rope_local") continue;
-      ExecStep rope{steps[i].op == "kv_append_rope" ? "rope_k" : "rope_k_local", "rope", std::nullopt};
-      ExecStep append{"kv_append", "kv_append_f16", std::nullopt};
-      steps[i] = append_first ? append : rope;
-      steps.insert(steps.begin() + static_cast<std::ptrdiff_t>(i) + 1, append_first ? rope : append);
-    }
-  };
-  for (size_t i = 0; i < phase.size(); ++i) {
-    if (auto* g = std::get_if<LayerGroup>(&phase[i])) {
-      split(g->steps);
-      continue;
-    }
-    std::vector<ExecStep> one{std::get<ExecStep>(phase[i])};
-    split(one);
-    if (one.size() == 2) {
-      phase[i] = one[0];
-      phase.insert(phase.begin() + static_cast<std::ptrdiff_t>(i) + 1, one[1]);
-    }
-  }
-}
-
-// k reaches the cache rotated exactly once and written exactly once: kv_append_rope, or rope_k then kv_append.
-TEST(GraphCheck, KeyRotatedAndAppendedExactlyOnce) {
-  // The unfused form (packs converted before kv_append_rope) stays valid.
-  Manifest m = planned_manifest();
-  unfuse_kv_rope(m, graph(m).decode);
-  unfuse_kv_rope(m, graph(m).prefill);
-  ASSERT_TRUE(steps_with_op(graph(m).decode, "kv_append_rope").empty());
-  const Status ok = check_execution_graph(m);
-  EXPECT_TRUE(ok.ok()) << ok.to_string();
-  // A second rotation of k next to the fused append.
-  m = planned_manifest();
-  graph(m).decode.push_back(LayerGroup{{2}, {ExecStep{"rope_k", "rope", std::nullopt}}});
-  expect_error(m, StatusCode::kValidation, {"decode: layer 2 rotates k 2 times", "expected exactly 1"});
-  // A second cache write.
-  m = planned_manifest();
-  unfuse_kv_rope(m, graph(m).prefill);  // (puts kv_append_f16 in the kernels map)
-  graph(m).decode.push_back(LayerGroup{{2}, {ExecStep{"kv_append", "kv_append_f16", std::nullopt}}});
-  expect_error(m, StatusCode::kValidation, {"decode: layer 2 writes k and v into the cache 2 times"});
-  // The rotation dropped: k would reach the cache unrotated.
-  m = planned_manifest();
-  unfuse_kv_rope(m, graph(m).prefill);
-  for (ExecStep* s : steps_with_op(graph(m).prefill, "rope_k")) s->op = "rope_q";
-  for (ExecStep* s : steps_with_op(graph(m).prefill, "rope_k_local")) s->op = "rope_q_local";
-  expect_error(m, StatusCode::kValidation, {"prefill: layer 0 rotates k 0 times"});
-  // The rotation after the append.
-  m = planned_manifest();
-  unfuse_kv_rope(m, graph(m).prefill, /*append_first=*/true);
-  expect_error(m, StatusCode::kValidation, {"prefill: layer 0 runs kv_append before rope_k", "unrotated"});
-  // The fused op pinned to the plain append kernel (which does not rotate).
-  m = planned_manifest();
-  unfuse_kv_rope(m, graph(m).prefill);
-  first_step(m, "kv_append_rope").kernel_key = "kv_append_f16";
-  expect_error(m, StatusCode::kValidation, {"'kv_append_rope'", "kv_append_f16"});
-}
-
-// A rope step pins rope_freqs exactly when it rotates with the CPU frequency table (kernels::rope_kernel).
-TEST(GraphCheck, RopeKernelFollowsTheScaling) {
-  Manifest m = planned_manifest();
-  graph(m).kernels["rope_freqs"] = KernelSpec{"rope.comp", "main", pinned_kernel_digest("rope_freqs").value(), {}, {}};
-  ASSERT_TRUE(check_execution_graph(m).ok()) << check_execution_graph(m).to_string();
-  first_step(m, "rope_q").kernel_key = "rope_freqs";  // layer 2 (full attention), unscaled rope
-  expect_error(m, StatusCode::kValidation,
-               {"'rope_q': kernel 'rope_freqs' cannot rotate this step", "ropeScalingType none", "needs kernel 'rope'"});
-  m = planned_manifest();
-  graph(m).kernels["rope_freqs"] = KernelSpec{"rope.comp", "main", pinned_kernel_digest("rope_freqs").value(), {}, {}};
-  first_step(m, "rope_q_local").kernel_key = "rope_freqs";
-  expect_error(m, StatusCode::kValidation, {"'rope_q_local'", "local rope", "needs kernel 'rope'"});
-  // llama3 scaling: `rope` cannot apply it.
-  m = planned_manifest();
-  m.inference.rope.scaling_type = RopeScalingType::kLlama3;
-  expect_error(m, StatusCode::kValidation, {"'rope_q': kernel 'rope'", "ropeScalingType llama3", "needs kernel 'rope_freqs'"});
 }
 
 // The vectorized GEMVs read rows of whole blocks (kernels::matmul_kernel_fits): a flat weight whose rows cross
@@ -437,80 +278,6 @@ TEST(GraphCheck, MatmulAndEmbeddingShapes) {
   m = planned_manifest();
   tensor(m, "model.embed_tokens.weight").shape[0] = m.architecture.vocab_size - 1;
   expect_error(m, StatusCode::kValidation, {"preLayer[0] 'embed'", "embedding shape", ">= vocabSize"});
-}
-
-// Layer 2 of the tiny manifest as a mixture of 4 experts (top 2, width 64): router, stacked experts, no dense MLP.
-Manifest moe_manifest() {
-  Manifest m = testing::tiny_gemma3_manifest();
-  m.inference.execution.reset();
-  m.architecture.moe = MoeArchitecture{.num_experts = 4, .experts_per_token = 2, .expert_intermediate_size = 64,
-                                       .normalize_top_k = true, .shared_expert_intermediate_size = 0,
-                                       .shared_expert_gated = false, .dense_layers = {0, 1}};
-  std::erase_if(m.tensors, [](const TensorEntry& t) { return t.name.starts_with("model.layers.2.mlp."); });
-  const auto add = [&](const std::string& name, quant::DType dtype, std::vector<uint64_t> shape) {
-    TensorEntry t;
-    t.name = name;
-    t.dtype = dtype;
-    t.shape = std::move(shape);
-    if (quant::is_block_quantized(dtype)) t.layout = quant::Layout::kRowWise;
-    t.role = TensorRole::kMatmul;
-    t.group = "layer.2";
-    t.size_bytes = expected_tensor_size_bytes(t.dtype, t.shape, t.layout).value();
-    m.tensors.push_back(std::move(t));
-  };
-  add("model.layers.2.mlp.gate.weight", quant::DType::kF32, {4, 256});
-  add("model.layers.2.mlp.experts.gate_up_proj.weight", quant::DType::kQ4_K, {4 * 128, 256});
-  add("model.layers.2.mlp.experts.down_proj.weight", quant::DType::kQ8_0, {4 * 256, 64});
-  testing::place_tensors(m, 65536);
-  Result<ExecutionGraph> g = plan_execution_graph(m);
-  EXPECT_TRUE(g.ok()) << g.status().to_string();
-  if (g.ok()) m.inference.execution = std::move(g).value();
-  return m;
-}
-
-// MoE layers run router, route, the expert GEMVs (gather, glu, combine); the stacked weights' shapes follow the
-// expert buffers ([E x per-expert outputs, per-expert inputs]); expert steps need architecture.moe.
-TEST(GraphCheck, MixtureOfExpertsSteps) {
-  Manifest m = moe_manifest();
-  EXPECT_TRUE(check_execution_graph(m).ok()) << check_execution_graph(m).to_string();
-  const auto moe_down = steps_with_op(graph(m).decode, "moe_down");
-  ASSERT_EQ(moe_down.size(), 1u);
-  EXPECT_EQ(moe_down[0]->kernel_key, "moe_gemv_combine_q8_0");
-  EXPECT_EQ(steps_with_op(graph(m).decode, "down_proj").size(), 1u);  // dense layers 0 and 1
-  tensor(m, "model.layers.2.mlp.experts.gate_up_proj.weight").shape = {4 * 64, 256};
-  expect_error(m, StatusCode::kValidation, {"'moe_gate_up'", "!= [512, 256]"});
-  m = moe_manifest();
-  tensor(m, "model.layers.2.mlp.experts.down_proj.weight").shape = {256, 64};
-  expect_error(m, StatusCode::kValidation, {"'moe_down'", "!= [1024, 64]"});
-  m = moe_manifest();
-  m.architecture.moe = {};
-  expect_error(m, StatusCode::kValidation, {"an expert step in a model without architecture.moe"});
-}
-
-// Expert steps pin the vectorized expert GEMVs where their block rules hold (kernels::pinned_moe_kernel); the
-// check applies the same rules: a flat Q4_K expert weight of K 64 (rows crossing blocks) is refused for the
-// vectorized kernel and for the generic one.
-TEST(GraphCheck, ExpertKernelBlockRules) {
-  Manifest m = moe_manifest();
-  TensorEntry& down = tensor(m, "model.layers.2.mlp.experts.down_proj.weight");
-  down.dtype = quant::DType::kQ4_K;
-  down.size_bytes = expected_tensor_size_bytes(down.dtype, down.shape, down.layout).value();
-  testing::place_tensors(m, 65536);
-  m.inference.execution = plan_execution_graph(m).value();
-  ASSERT_TRUE(check_execution_graph(m).ok()) << check_execution_graph(m).to_string();
-  EXPECT_EQ(steps_with_op(graph(m).decode, "moe_down")[0]->kernel_key, "moe_gemv_combine_q4_k_vec");
-  EXPECT_EQ(steps_with_op(graph(m).decode, "moe_gate_up")[0]->kernel_key, "moe_gemv_q4_k_vec");
-  tensor(m, "model.layers.2.mlp.experts.down_proj.weight").layout = quant::Layout::kFlat;
-  expect_error(m, StatusCode::kUnsupported,
-               {"'moe_down'", "moe_gemv_combine_q4_k_vec", "cannot read this flat weight of K 64",
-                "rows not whole blocks"});
-  graph(m).kernels["moe_gemv_combine_q4_k"] =
-      KernelSpec{"moe_gemv.comp", "main", pinned_kernel_digest("moe_gemv_combine_q4_k").value(), {}, {}};
-  for (auto* phase : {&graph(m).prefill, &graph(m).decode}) {
-    for (ExecStep* step : steps_with_op(*phase, "moe_down")) step->kernel_key = "moe_gemv_combine_q4_k";
-  }
-  expect_error(m, StatusCode::kUnsupported,
-               {"'moe_down'", "moe_gemv_combine_q4_k'", "flat expert rows must start on a block boundary"});
 }
 
 // An op whose row names its kernel runs only on it; a unary op's manifest parameter must be valid.

@@ -27,6 +27,7 @@ constexpr Op kMoeRouteOps[] = {Op::kMoeRoute};
 constexpr Op kMoeGemvOps[] = {Op::kMoeGemv};
 constexpr Op kMoeCombineOps[] = {Op::kMoeGemvCombine};
 constexpr Op kGatedAddOps[] = {Op::kGatedAdd};
+constexpr Op kMoeRouteGluOps[] = {Op::kMoeGemvRouteGlu};
 
 // logit_softcap's parameter c: finalLogitSoftcapping, finite and > 0.
 Result<float> final_softcap(const Manifest& m) {
@@ -90,6 +91,14 @@ constexpr OpInfo kOps[] = {
     {"kv_append", P::kLayer, W::kNone, L::kNone, kKvOps, "", D::kKvAppend,
      {B::kK, B::kV}, {B::kKvCache, kNo}, kAppendsKv, nullptr,
      "k and v of the pass's positions into the layer's cache (precision kvDtype)"},
+    {"kv_append_norm_rope", P::kLayer, W::kNorm, L::kHeadDim, kKvRopeOps, "", D::kKvAppendRope,
+     {B::kK, B::kV}, {B::kKvCache, kNo}, kRotatesK | kAppendsKv, nullptr,
+     "k normed as k_norm does (its weight), rotated as rope_k, then k and v into the layer's cache, in place of k_norm "
+     "and kv_append_rope (precision kvDtype)"},
+    {"kv_append_norm_rope_local", P::kLayer, W::kNorm, L::kHeadDim, kKvRopeOps, "", D::kKvAppendRope,
+     {B::kK, B::kV}, {B::kKvCache, kNo}, kRotatesK | kAppendsKv | kLocal, nullptr,
+     "kv_append_norm_rope with ropeLocalTheta, unscaled (sliding_attention layers), in place of k_norm and "
+     "kv_append_rope_local"},
     {"kv_append_rope", P::kLayer, W::kNone, L::kNone, kKvRopeOps, "", D::kKvAppendRope,
      {B::kK, B::kV}, {B::kKvCache, kNo}, kRotatesK | kAppendsKv, nullptr,
      "k rotated as rope_k does (ropeTheta, ropeScaling*), then k and v into the layer's cache, in place of rope_k "
@@ -118,6 +127,11 @@ constexpr OpInfo kOps[] = {
      {B::kRouter, kNo}, {B::kExpertIds, B::kExpertWeights}, 0, nullptr,
      "ids, weights = the expertsPerToken largest of softmax(router) (ties: lower expert), renormalized when "
      "normalizeTopK"},
+    {"moe_route_gate_up_glu", P::kLayer, W::kExpertsGlu, L::kNone, kMoeRouteGluOps, "", D::kMoeRouteGlu,
+     {B::kNormed, B::kRouter}, {B::kExpertIds, B::kExpertWeights, B::kExpertAct}, 0, nullptr,
+     "moe_route, moe_gate_up and moe_glu in one step: ids and weights as moe_route, then expert_act_j = "
+     "activation(gate half) * up half of normed W_e^T for e = ids_j (stacked [E * 2 Fe, D] weight, per expert gate rows "
+     "first)"},
     {"moe_router", P::kLayer, W::kMatmul, L::kNone, kMatmulOps, "", D::kMatmul,
      {B::kNormed, kNo}, {B::kRouter, kNo}, 0, nullptr,
      "router = normed W^T ([numExperts, D] weight)"},
@@ -135,6 +149,11 @@ constexpr OpInfo kOps[] = {
     {"q_norm", P::kLayer, W::kNorm, L::kHeadDim, kNormOps, "rms_norm", D::kHeadNorm,
      {B::kQ, kNo}, {B::kQ, kNo}, 0, nullptr,
      "per-head rmsnorm of q over headDim"},
+    {"q_norm_rope", P::kLayer, W::kNorm, L::kHeadDim, kRopeOps, "", D::kRope, {B::kQ, kNo}, {B::kQ, kNo}, kRotatesQ,
+     nullptr, "per-head rmsnorm of q as q_norm does (its weight), then the rotary embedding of rope_q, in place of q_norm "
+     "and rope_q (kernel rope_freqs_norm exactly where rope_q's is rope_freqs, else rope_norm)"},
+    {"q_norm_rope_local", P::kLayer, W::kNorm, L::kHeadDim, kRopeOps, "", D::kRope, {B::kQ, kNo}, {B::kQ, kNo},
+     kRotatesQ | kLocal, nullptr, "q_norm_rope with ropeLocalTheta, unscaled (sliding_attention layers; kernel rope_norm)"},
     {"q_proj", P::kLayer, W::kMatmul, L::kNone, kMatmulOps, "", D::kMatmul, {B::kNormed, kNo}, {B::kQ, kNo}, 0, nullptr,
      "q = normed W^T"},
     {"qkv_proj", P::kLayer, W::kMatmul, L::kNone, kMatmulOps, "", D::kMatmul,
@@ -213,6 +232,7 @@ std::string weight_text(const OpInfo& o) {
     case WeightKind::kEmbedding: return "embedding";
     case WeightKind::kExpertsIn:
     case WeightKind::kExpertsOut: return "stacked experts `[E x out, in]`";
+    case WeightKind::kExpertsGlu: return "stacked experts `[E x 2 out, in]`";
   }
   return "?";
 }

@@ -36,6 +36,7 @@ enum class WeightKind : uint8_t {
   kEmbedding,  // 2-D [V, D] embedding table in a dtype / layout the kernel accepts
   kExpertsIn,  // stacked experts read per selected expert: [E * width(output) / T, width(input)] (T = experts per token)
   kExpertsOut, // stacked experts whose outputs are summed per token: [E * width(output), width(input) / T]
+  kExpertsGlu, // stacked gate / up experts read per selected expert and activated: [E * 2 width(output) / T, width(input)]
 };
 
 // The length of a norm / bias weight.
@@ -111,6 +112,7 @@ enum class Dispatch : uint8_t {
   kMoeGemv,       // per token and selected expert: writes[0] = reads[0] W_e^T
   kMoeCombine,    // per token: writes[0] = sum over its experts of weight * reads[0] row W_e^T
   kGatedAdd,      // writes[0] += sigmoid(reads[0]) * reads[1]
+  kMoeRouteGlu,   // router logits -> expert ids and weights, then per selected expert act = act(gate) * up
 };
 
 // Facts the graph checker's layer rules read (SPEC 9.3).

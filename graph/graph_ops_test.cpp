@@ -44,6 +44,7 @@ TEST(GraphOps, RowsAreConsistent) {
     EXPECT_EQ(o.weight == WeightKind::kMatmul, o.dispatch == Dispatch::kMatmul);
     EXPECT_EQ(o.weight == WeightKind::kExpertsIn, o.dispatch == Dispatch::kMoeGemv);
     EXPECT_EQ(o.weight == WeightKind::kExpertsOut, o.dispatch == Dispatch::kMoeCombine);
+    EXPECT_EQ(o.weight == WeightKind::kExpertsGlu, o.dispatch == Dispatch::kMoeRouteGlu);
     const bool one_d = o.weight == WeightKind::kNorm || o.weight == WeightKind::kBias;
     EXPECT_EQ(one_d, o.weight_length != WeightLength::kNone);
     if (o.weight == WeightKind::kMatmul) {

@@ -156,12 +156,16 @@ Status Planner::attention_steps(LayerSteps& ls) const {
   ls.optional(bias, "q_bias", M::kQBias, "add_bias");
   ls.optional(bias, "k_bias", M::kKBias, "add_bias");
   ls.optional(bias, "v_bias", M::kVBias, "add_bias");
-  ls.optional(inf.attention.query_key_norm, "q_norm", M::kQNorm);
-  ls.optional(inf.attention.query_key_norm, "k_norm", M::kKNorm);
-  ls.step(local_rope ? "rope_q_local" : "rope_q", std::nullopt,
-          kernels::rope_kernel(!local_rope && rope_needs_freq_table(inf.rope)));
-  // k is rotated on its way into the cache: one dispatch and one barrier fewer than rope_k + kv_append.
-  ls.step(local_rope ? "kv_append_rope_local" : "kv_append_rope", std::nullopt, "kv_append_rope_" + kv_suffix());
+  // k is rotated on its way into the cache: one dispatch and one barrier fewer than rope_k + kv_append. The q / k
+  // norms (Qwen3, Gemma 3) run in the same dispatches as the rotations: one dependent level fewer again.
+  const bool qk_norm = inf.attention.query_key_norm;
+  const std::string suffix = local_rope ? "_local" : "";
+  ls.skip(2);  // the positions of the separate q_norm / k_norm steps
+  ls.step((qk_norm ? "q_norm_rope" : "rope_q") + suffix, qk_norm ? std::optional(M::kQNorm) : std::nullopt,
+          kernels::rope_kernel(!local_rope && rope_needs_freq_table(inf.rope), qk_norm));
+  ls.step((qk_norm ? "kv_append_norm_rope" : "kv_append_rope") + suffix,
+          qk_norm ? std::optional(M::kKNorm) : std::nullopt,
+          (qk_norm ? "kv_append_norm_rope_" : "kv_append_rope_") + kv_suffix());
   ls.step(slide ? "attention_sliding" : "attention", std::nullopt, "attention_" + kv_suffix());
   return ls.matmul("o_proj", M::kOProj);
 }
@@ -176,9 +180,22 @@ Status Planner::ffn_steps(LayerSteps& ls) const {
   if (is_moe_layer(m.architecture, ls.layer)) {
     ls.skip(4);
     RDRR_RETURN_IF_ERROR(ls.matmul("moe_router", M::kRouter));
-    ls.step("moe_route");
-    RDRR_RETURN_IF_ERROR(ls.experts("moe_gate_up", M::kExpertsGateUp, Op::kMoeGemv));
-    ls.step("moe_glu");
+    // Decode runs the router's top-k, the gate / up GEMV and the activation in one dispatch where a kernel reads
+    // the weight (two dependent dispatches fewer per layer); prefill keeps the three steps.
+    RDRR_ASSIGN_OR_RETURN(const TensorEntry* gate_up, tensor(model_tensor_name(M::kExpertsGateUp, ls.layer), "moe_gate_up"));
+    const KernelInfo* fused =
+        ls.pass == Pass::kDecode && gate_up->shape.size() == 2
+            ? kernels::pinned_moe_route_glu_kernel(gate_up->dtype, gate_up->layout.value_or(Layout::kRowWise),
+                                                   gate_up->shape[1])
+            : nullptr;
+    if (fused != nullptr) {
+      ls.step("moe_route_gate_up_glu", M::kExpertsGateUp, fused->name);
+      ls.skip(2);
+    } else {
+      ls.step("moe_route");
+      RDRR_RETURN_IF_ERROR(ls.experts("moe_gate_up", M::kExpertsGateUp, Op::kMoeGemv));
+      ls.step("moe_glu");
+    }
     RDRR_RETURN_IF_ERROR(ls.experts("moe_down", M::kExpertsDown, Op::kMoeGemvCombine));
     if (moe.shared_expert_intermediate_size > 0) {
       if (!moe.shared_expert_gated) {

@@ -162,8 +162,8 @@ TEST(GraphPlan, FusedQkvLayersRunOneMatmulAndTheSplit) {
 TEST(GraphPlan, KvDtypeIsRecordedAsPrecision) {
   const Manifest m = planned_gemma3({.kv_dtype = KvDtype::kF32});
   const ExecutionGraph& g = *m.inference.execution;
-  ASSERT_TRUE(g.kernels.count("kv_append_rope_f32"));
-  EXPECT_EQ(g.kernels.at("kv_append_rope_f32").precision.at("kvDtype"), "f32");
+  ASSERT_TRUE(g.kernels.count("kv_append_norm_rope_f32"));  // q / k norms: the norm-fusing append
+  EXPECT_EQ(g.kernels.at("kv_append_norm_rope_f32").precision.at("kvDtype"), "f32");
   EXPECT_EQ(g.kernels.at("attention_f32").precision.at("kvDtype"), "f32");
   EXPECT_FALSE(g.kernels.count("attention_f16"));
 }

@@ -25,6 +25,17 @@
 //     n_experts, top_k, n_row_groups (ceil(N / NUM_ROWS)), n_groups (n_row_groups * (M*T gather, M COMBINE)).
 //   Spec as ROWS; grid: n_groups workgroups folded into x and y, row groups fastest when M = 1, else slots
 //   fastest (the workgroups in flight then share each expert's rows).
+// ROWS MOE ROUTE_GLU (gather with the router's top-k and the gated activation, in place of moe_route, the gather
+// and glu_split): every subgroup picks its token's experts from the router logits (moe_topk.glsl, moe_route.comp's
+// selection), each workgroup computes NUM_ROWS / 2 gate rows and the matching up rows of the expert of its slot
+// (per expert N = 2 Fe rows: gate rows, then up rows) and writes act[s, n] = act(gate) * up for n in Fe; the
+// workgroups of row group 0 also write ids[s] and weights[s] (for the COMBINE that follows).
+//     Bindings: 0 W (uvec4), 1 x (f32 [M, K]), 2 router (f32 [M, E]), 3 ids (uint32 [M*T], written), 4 weights
+//     (f32 [M*T], written), 5 act (f32 [M*T, Fe]).
+//   Push: as MOE (n_rows = 2 Fe, n_row_groups = ceil(Fe / (NUM_ROWS / 2)), n_groups = n_row_groups * M * T), then
+//     normalize (renormalize the top-k weights), pad x3.
+//   Spec as ROWS (NUM_ROWS even), then 4 ACT (0 SiLU, 1 GELU-tanh); local_size_x a multiple of the subgroup size
+//   and E <= 32 * subgroup size (the runtime's checks). Grid as MOE gather.
 //
 // Q5K (with ROWS, ROWS MOE, ROWS MOE COMBINE): the same paths over Q5_K blocks (q5_k_vec.glsl: 11 vectors per
 // block, an item's fifth bits from one qh vector), exact 5-bit values (no decode offsets).
@@ -58,6 +69,9 @@
 #endif
 #include "common.glsl"
 #include "q4_k_vec.glsl"
+#if defined(ROUTE_GLU)
+#include "act.glsl"
+#endif
 #if defined(Q5K)
 #include "q5_k_vec.glsl"
 #define BLOCK_VECS Q5V_BLOCK_VECS
@@ -81,6 +95,9 @@ layout(constant_id = 1) const uint NUM_ROWS = 4;
 layout(constant_id = 2) const uint DIAG = 0;
 #if defined(ROWS)
 layout(constant_id = 3) const uint UNROLL = 1;  // items per iteration, all their weights loaded first
+#if defined(ROUTE_GLU)
+layout(constant_id = 4) const uint ACT = 0;
+#endif
 #else
 layout(constant_id = 3) const uint UNROLL = 4;  // inputs per slice and iteration (and as many more in flight)
 #endif
@@ -89,10 +106,17 @@ layout(binding = 0) readonly buffer W { uvec4 wv[]; };
 layout(binding = 1) readonly buffer X { float x[]; };
 layout(binding = 1) readonly buffer X4 { vec4 x4[]; };  // same binding, for aligned 4-value loads
 #if defined(ROWS) && defined(MOE)
+#if !defined(ROUTE_GLU)
 layout(binding = 2) readonly buffer Ids { uint ids[]; };
+#endif
 #if defined(COMBINE)
 layout(binding = 3) readonly buffer Weights { float weights[]; };
 layout(binding = 4) writeonly buffer Y { float y[]; };
+#elif defined(ROUTE_GLU)
+layout(binding = 2) readonly buffer Router { float router[]; };
+layout(binding = 3) writeonly buffer Ids { uint ids[]; };
+layout(binding = 4) writeonly buffer Weights { float weights[]; };
+layout(binding = 5) writeonly buffer Y { float y[]; };
 #else
 layout(binding = 3) writeonly buffer Y { float y[]; };
 #endif
@@ -116,6 +140,12 @@ layout(push_constant) uniform Push {
   uint top_k;
   uint n_row_groups;
   uint n_groups;
+#if defined(ROUTE_GLU)
+  uint normalize;
+  uint pad0;
+  uint pad1;
+  uint pad2;
+#endif
 } pc;
 #else
 layout(push_constant) uniform Push {
@@ -131,6 +161,31 @@ layout(push_constant) uniform Push {
 #endif
 
 shared float row_scratch[NUM_ROWS * gl_WorkGroupSize.x];
+
+#if defined(ROUTE_GLU)
+uint glu_token;  // the token whose router row moe_topk reads: set by main
+float moe_router_logit(uint i) { return router[glu_token * pc.n_experts + i]; }
+#include "moe_topk.glsl"
+uint glu_up_rows;  // rows from a gate row to its up row (Fe): set by main
+#endif
+
+// Accumulator r's row, relative to the first row: r; with ROUTE_GLU, gate rows 0 .. NUM_ROWS / 2 and then their up
+// rows.
+uint row_offset(uint r) {
+#if defined(ROUTE_GLU)
+  return r < NUM_ROWS / 2u ? r : glu_up_rows + r - NUM_ROWS / 2u;
+#else
+  return r;
+#endif
+}
+// Whether accumulator r holds one of the n_valid rows (with ROUTE_GLU, n_valid gate / up row pairs).
+bool row_live(uint r, uint n_valid) {
+#if defined(ROUTE_GLU)
+  return r % (NUM_ROWS / 2u) < n_valid;
+#else
+  return r < n_valid;
+#endif
+}
 
 // x values of item j of block b of the x row at element xb (a multiple of 4): xl = values 64c + 16h + (0..15),
 // xh = those + 32; zero past k.
@@ -205,8 +260,8 @@ void accumulate_rows(uint n_slots, uint blocks_per_row, uint n_valid, uint blk_f
       oks[u] = f < n_flat;
 #endif
       [[unroll]] for (uint r = 0u; r < NUM_ROWS; ++r) {
-        if (oks[u] && r < n_valid) {
-          const uint bi = blk + r * row_vecs + (items[u] >> 3) * BLOCK_VECS;
+        if (oks[u] && row_live(r, n_valid)) {
+          const uint bi = blk + row_offset(r) * row_vecs + (items[u] >> 3) * BLOCK_VECS;
           hdr[u * NUM_ROWS + r] = wv[bi];
           qv[u * NUM_ROWS + r] = wv[bi + QS_VEC + (items[u] & 7u)];
 #if defined(Q5K)
@@ -239,7 +294,7 @@ void accumulate_rows(uint n_slots, uint blocks_per_row, uint n_valid, uint blk_f
       const float off_hi = dot(xsum_hi, Q4V_OFF_HI);
 #endif
       [[unroll]] for (uint r = 0u; r < NUM_ROWS; ++r) {
-        if (r < n_valid) {
+        if (row_live(r, n_valid)) {
           const uvec4 h = hdr[u * NUM_ROWS + r];
           const uvec4 q = qv[u * NUM_ROWS + r];
           float dot_lo = 0.0;
@@ -289,6 +344,7 @@ void accumulate_rows(uint n_slots, uint blocks_per_row, uint n_valid, uint blk_f
 
 // One reduction for all rows: subgroup sums, then invocation r adds row r's subgroup sums in order and writes
 // y[y_first + r].
+// ROUTE_GLU: y[y_first + r] = act(row r) * row (r + NUM_ROWS / 2) for the n_valid pairs.
 void store_rows(float acc[NUM_ROWS], uint n_valid, uint y_first) {
   [[unroll]] for (uint r = 0u; r < NUM_ROWS; ++r) {
     const float s = subgroupAdd(acc[r]);
@@ -299,7 +355,14 @@ void store_rows(float acc[NUM_ROWS], uint n_valid, uint y_first) {
   if (r < n_valid) {
     float total = 0.0;
     for (uint i = 0u; i < gl_NumSubgroups; ++i) total += row_scratch[r * gl_NumSubgroups + i];
+#if defined(ROUTE_GLU)
+    float up = 0.0;
+    const uint ru = r + NUM_ROWS / 2u;
+    for (uint i = 0u; i < gl_NumSubgroups; ++i) up += row_scratch[ru * gl_NumSubgroups + i];
+    y[y_first + r] = gated_act(ACT, total) * up;
+#else
     y[y_first + r] = total;
+#endif
   }
 }
 
@@ -325,14 +388,32 @@ void main() {
   combine_token = slot;
   combine_n0 = n0;
   accumulate_rows(pc.top_k, blocks_per_row, n_valid, 0u, 0u, acc);
+  store_rows(acc, n_valid, slot * pc.n_rows + n0);
+#elif defined(ROUTE_GLU)
+  // Rows come in gate / up pairs: row group rg covers gate rows n0g .. n0g + NUM_ROWS / 2 of the expert.
+  const uint half_rows = pc.n_rows / 2u;
+  const uint n0g = (slots_fastest ? g / n_slots : g % pc.n_row_groups) * (NUM_ROWS / 2u);
+  const uint n_pairs = min(NUM_ROWS / 2u, half_rows - n0g);
+  glu_token = slot / pc.top_k;
+  glu_up_rows = half_rows;
+  uint e;
+  float wt;
+  moe_topk_rank(pc.n_experts, pc.top_k, pc.normalize != 0u, slot % pc.top_k, e, wt);
+  if (n0g == 0u && gl_LocalInvocationID.x == 0u) {
+    ids[slot] = e;
+    weights[slot] = wt;
+  }
+  accumulate_rows(1u, blocks_per_row, n_pairs, pc.w_base + (e * pc.n_rows + n0g) * blocks_per_row * BLOCK_VECS,
+                  glu_token * pc.k, acc);
+  store_rows(acc, n_pairs, slot * half_rows + n0g);
 #else
   const uint e = ids[slot];
   if (e < pc.n_experts) {
     accumulate_rows(1u, blocks_per_row, n_valid, pc.w_base + (e * pc.n_rows + n0) * blocks_per_row * BLOCK_VECS,
                     (slot / pc.top_k) * pc.k, acc);
   }
-#endif
   store_rows(acc, n_valid, slot * pc.n_rows + n0);
+#endif
 #else
   const uint row0 = g * NUM_ROWS;
   const uint n_valid = min(NUM_ROWS, pc.n_rows - row0);

@@ -10,6 +10,7 @@
 // Spec: 0 local_size_x (256), 1 ACT (0).
 // Grid: ceil(n / local_size_x) workgroups, folded into x and y.
 #include "common.glsl"
+#include "act.glsl"
 
 layout(local_size_x = 256, local_size_x_id = 0) in;
 layout(constant_id = 1) const uint ACT = 0;
@@ -32,15 +33,6 @@ layout(push_constant) uniform Push {
 } pc;
 #endif
 
-float silu(float g) { return g / (1.0 + exp(-g)); }
-
-float gelu_tanh(float g) {
-  const float kSqrt2OverPi = 0.7978845608028654;
-  // tanh saturates to +-1 in f32 well before |u| = 10; clamping avoids inf/inf inside some tanh lowerings.
-  const float u = clamp(kSqrt2OverPi * (g + 0.044715 * g * g * g), -10.0, 10.0);
-  return 0.5 * g * (1.0 + tanh(u));
-}
-
 void main() {
   const uint i = folded_group_index() * gl_WorkGroupSize.x + gl_LocalInvocationID.x;
   if (i >= pc.n) return;
@@ -53,5 +45,5 @@ void main() {
   const float g = gate[i];
   const float u = up[i];
 #endif
-  outv[i] = (ACT == 1u ? gelu_tanh(g) : silu(g)) * u;
+  outv[i] = gated_act(ACT, g) * u;
 }

@@ -105,7 +105,14 @@ std::vector<DeviceChoice> device_choices(std::string_view pinned_kernel) {
   return out;
 }
 
-std::string_view rope_kernel(bool freq_table) { return freq_table ? "rope_freqs" : "rope"; }
+std::string_view rope_kernel(bool freq_table, bool head_norm) {
+  if (head_norm) return freq_table ? "rope_freqs_norm" : "rope_norm";
+  return freq_table ? "rope_freqs" : "rope";
+}
+
+bool fuses_head_norm(std::string_view kernel) {
+  return kernel == "rope_norm" || kernel == "rope_freqs_norm" || kernel.starts_with("kv_append_norm_rope_");
+}
 
 bool is_coopmat_kernel(std::string_view name) { return name.ends_with("_cm"); }
 
@@ -136,6 +143,18 @@ const KernelInfo* pinned_moe_kernel(Op op, DType dtype, Layout layout, uint64_t 
   return find_kernel(op, dtype, layout);  // the generic entry (listed first)
 }
 
+const KernelInfo* pinned_moe_route_glu_kernel(DType dtype, Layout layout, uint64_t k) {
+  std::string_view name;
+  if (dtype == DType::kQ4_K) name = "moe_gemv_route_glu_q4_k_vec";
+  if (dtype == DType::kQ5_K) name = "moe_gemv_route_glu_q5_k_vec";
+  const KernelInfo* info = name.empty() ? nullptr : find_kernel(name);
+  if (info == nullptr || std::find(info->layouts.begin(), info->layouts.end(), layout) == info->layouts.end() ||
+      !matmul_kernel_fits(*info, layout, k)) {
+    return nullptr;
+  }
+  return info;
+}
+
 bool matmul_kernel_fits(const KernelInfo& kernel, Layout layout, uint64_t k, std::string_view* why) {
   const bool whole_blocks = layout == Layout::kRowWise || k % quant::kQK_K == 0;
   bool fits = true;
@@ -146,7 +165,8 @@ bool matmul_kernel_fits(const KernelInfo& kernel, Layout layout, uint64_t k, std
   } else if (kernel.name == "gemv_q6_k_vec") {
     fits = whole_blocks && k % 4 == 0;
     rule = "rows not whole blocks or K not a multiple of 4";
-  } else if (kernel.name.ends_with("_vec") && (kernel.op == Op::kMoeGemv || kernel.op == Op::kMoeGemvCombine)) {
+  } else if (kernel.name.ends_with("_vec") && (kernel.op == Op::kMoeGemv || kernel.op == Op::kMoeGemvCombine ||
+                                               kernel.op == Op::kMoeGemvRouteGlu)) {
     fits = whole_blocks && k % 4 == 0;
     rule = "rows not whole blocks or K not a multiple of 4";
   } else if ((kernel.op == Op::kMoeGemv || kernel.op == Op::kMoeGemvCombine) && layout == Layout::kFlat &&

@@ -55,9 +55,20 @@ const KernelInfo* pinned_matmul_kernel(MatmulPass pass, quant::DType dtype, quan
 // generic moe_gemv kernel of the dtype. nullptr: no kernel reads the weight.
 const KernelInfo* pinned_moe_kernel(Op op, quant::DType dtype, quant::Layout layout, uint64_t k);
 
+// The kernel that runs a decode layer's router top-k, gate / up expert GEMV and gated activation in one dispatch
+// (op kMoeGemvRouteGlu: moe_gemv_route_glu_q4_k_vec / _q5_k_vec) over a stacked [E * 2 Fe, K] gate_up weight of this
+// dtype / layout where matmul_kernel_fits; nullptr where none does (the graph then runs moe_route, moe_gate_up and
+// moe_glu).
+const KernelInfo* pinned_moe_route_glu_kernel(quant::DType dtype, quant::Layout layout, uint64_t k);
+
 // The rope kernel of a rope_q / rope_k step: rope_freqs when it rotates with the CPU frequency table (llama3 /
 // YaRN scaling, rdrr::rope_needs_freq_table, never on local steps), else rope.
-std::string_view rope_kernel(bool freq_table);
+// With `head_norm` (ops q_norm_rope[_local]): rope_freqs_norm / rope_norm, the per-head RMSNorm first.
+std::string_view rope_kernel(bool freq_table, bool head_norm = false);
+
+// Whether a rope / kv_append kernel RMS-norms each head before rotating (rope_norm, rope_freqs_norm,
+// kv_append_norm_rope_*): it runs exactly the ops that take a norm weight.
+bool fuses_head_norm(std::string_view kernel);
 
 // Whether `kernel` (one that accepts the dtype and layout) can multiply by a weight with K inputs: the
 // vectorized GEMVs need rows of whole blocks (row_wise, or K a multiple of 256), gemv_q6_k_vec also K % 4 == 0;

@@ -1,7 +1,9 @@
 #include "kernels/kernel_test_ref.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <numeric>
 
 #include "quant/f16.h"
 #include "quant/legacy_dequant.h"
@@ -210,6 +212,40 @@ double silu(double g) { return g / (1.0 + std::exp(-g)); }
 
 double gelu_tanh(double g) {
   return 0.5 * g * (1.0 + std::tanh(0.7978845608028654 * (g + 0.044715 * g * g * g)));
+}
+
+RouteRef reference_route(std::span<const float> logits, uint32_t m_rows, uint32_t e, uint32_t k, bool normalize) {
+  RouteRef r;
+  for (uint32_t m = 0; m < m_rows; ++m) {
+    const float* l = &logits[uint64_t{m} * e];
+    const double mx = *std::max_element(l, l + e);
+    std::vector<double> p(e);
+    double sum = 0.0;
+    for (uint32_t i = 0; i < e; ++i) sum += p[i] = std::exp(double(l[i]) - mx);
+    for (double& v : p) v /= sum;
+    std::vector<uint32_t> order(e);
+    std::iota(order.begin(), order.end(), 0u);
+    std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return p[a] > p[b]; });
+    double sel = 0.0;
+    for (uint32_t j = 0; j < k; ++j) sel += p[order[j]];
+    for (uint32_t j = 0; j < k; ++j) {
+      r.ids.push_back(order[j]);
+      r.weights.push_back(normalize ? p[order[j]] / sel : p[order[j]]);
+    }
+  }
+  return r;
+}
+
+std::vector<float> route_logits(std::mt19937& rng, uint32_t m_rows, uint32_t e, std::span<const Tie> ties) {
+  std::vector<float> l(uint64_t{m_rows} * e);
+  std::vector<uint32_t> perm(e);
+  for (uint32_t m = 0; m < m_rows; ++m) {
+    std::iota(perm.begin(), perm.end(), 0u);
+    std::shuffle(perm.begin(), perm.end(), rng);
+    for (uint32_t i = 0; i < e; ++i) l[uint64_t{m} * e + i] = -4.0f + 8.0f * float(perm[i]) / float(e);
+  }
+  for (const Tie& t : ties) l[uint64_t{t.row} * e + t.expert] = t.value;
+  return l;
 }
 
 }  // namespace rdrr::kernels::testing

@@ -41,4 +41,20 @@ std::vector<double> reference_rms_norm(std::span<const double> x, std::span<cons
 double silu(double g);
 double gelu_tanh(double g);
 
+// The router in double: per row of E logits softmax, the top k (stable: ties to the lower index) and their
+// probabilities, renormalised to sum 1 when `normalize`.
+struct RouteRef {
+  std::vector<uint32_t> ids;     // [m_rows * k]
+  std::vector<double> weights;   // [m_rows * k]
+};
+RouteRef reference_route(std::span<const float> logits, uint32_t m_rows, uint32_t e, uint32_t k, bool normalize);
+
+// Router logits [m_rows, e] in [-4, 4], at least 8 / e apart (a random permutation of a grid), then the ties of
+// `ties` (row, expert, value).
+struct Tie {
+  uint32_t row, expert;
+  float value;
+};
+std::vector<float> route_logits(std::mt19937& rng, uint32_t m_rows, uint32_t e, std::span<const Tie> ties);
+
 }  // namespace rdrr::kernels::testing

@@ -234,52 +234,6 @@ INSTANTIATE_TEST_SUITE_P(Shapes, MoeGemvTest, ::testing::ValuesIn(make_cases()),
 // a wrong expert or a missing / extra normalisation is off by far more (the logits are >= 8 / E apart).
 constexpr double kRouteRel = 1e-4;
 
-struct RouteRef {
-  std::vector<uint32_t> ids;
-  std::vector<double> weights;
-};
-
-// softmax, top-k (stable: ties to the lower index), optional renormalisation, in double.
-RouteRef reference_route(std::span<const float> logits, uint32_t m_rows, uint32_t e, uint32_t k, bool normalize) {
-  RouteRef r;
-  for (uint32_t m = 0; m < m_rows; ++m) {
-    const float* l = &logits[uint64_t{m} * e];
-    const double mx = *std::max_element(l, l + e);
-    std::vector<double> p(e);
-    double sum = 0.0;
-    for (uint32_t i = 0; i < e; ++i) sum += p[i] = std::exp(double(l[i]) - mx);
-    for (double& v : p) v /= sum;
-    std::vector<uint32_t> order(e);
-    std::iota(order.begin(), order.end(), 0u);
-    std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return p[a] > p[b]; });
-    double sel = 0.0;
-    for (uint32_t j = 0; j < k; ++j) sel += p[order[j]];
-    for (uint32_t j = 0; j < k; ++j) {
-      r.ids.push_back(order[j]);
-      r.weights.push_back(normalize ? p[order[j]] / sel : p[order[j]]);
-    }
-  }
-  return r;
-}
-
-// Logits in [-4, 4], at least 8 / E apart (a random permutation of a grid), then the ties of `ties`
-// (row, expert, value).
-struct Tie {
-  uint32_t row, expert;
-  float value;
-};
-std::vector<float> route_logits(std::mt19937& rng, uint32_t m_rows, uint32_t e, std::span<const Tie> ties) {
-  std::vector<float> l(uint64_t{m_rows} * e);
-  std::vector<uint32_t> perm(e);
-  for (uint32_t m = 0; m < m_rows; ++m) {
-    std::iota(perm.begin(), perm.end(), 0u);
-    std::shuffle(perm.begin(), perm.end(), rng);
-    for (uint32_t i = 0; i < e; ++i) l[uint64_t{m} * e + i] = -4.0f + 8.0f * float(perm[i]) / float(e);
-  }
-  for (const Tie& t : ties) l[uint64_t{t.row} * e + t.expert] = t.value;
-  return l;
-}
-
 class MoeRouteTest : public VulkanTest {
  protected:
   // Runs the router on `logits` into NaN-poisoned outputs with poisoned guard words past them, and compares ids
@@ -316,7 +270,7 @@ class MoeRouteTest : public VulkanTest {
     const std::vector<float> idf = download_f32(ib.range());
     std::vector<uint32_t> ids(idf.size());
     std::memcpy(ids.data(), idf.data(), ids.size() * 4);
-    const RouteRef ref = reference_route(logits, m_rows, e, k, normalize);
+    const testing::RouteRef ref = testing::reference_route(logits, m_rows, e, k, normalize);
     for (uint64_t i = 0; i < picks; ++i) {
       EXPECT_EQ(ids[i], ref.ids[i]) << "row " << i / k << " pick " << i % k;
       EXPECT_TRUE(std::isfinite(wf[i])) << "row " << i / k << " pick " << i % k;
@@ -337,14 +291,14 @@ TEST_F(MoeRouteTest, QwenSixtyExpertsTopFourWithTies) {
   // Row 0: every logit equal (experts 0 .. 3, each 1/60). Row 1: experts 7 and 3 tie for the top. Row 2: experts 10
   // and 5 tie for the fourth place (5 is taken, 10 is not). Row 3: three-way tie for the second place across
   // subgroups (experts 40, 9, 33). Row 4: plain.
-  std::vector<Tie> ties;
+  std::vector<testing::Tie> ties;
   for (uint32_t i = 0; i < 60; ++i) ties.push_back({0, i, 0.5f});
   ties.insert(ties.end(), {{1, 7, 6.0f}, {1, 3, 6.0f}, {2, 0, 7.0f}, {2, 1, 6.5f}, {2, 2, 6.0f}, {2, 10, 5.0f},
                            {2, 5, 5.0f}, {3, 59, 7.0f}, {3, 40, 6.0f}, {3, 9, 6.0f}, {3, 33, 6.0f}});
-  const std::vector<float> logits = route_logits(rng, 5, 60, ties);
+  const std::vector<float> logits = testing::route_logits(rng, 5, 60, ties);
   for (bool normalize : {false, true}) check("qwen", logits, 5, 60, 4, normalize);
   // The ties resolved as documented (the reference's stable sort agrees; spelled out here).
-  const RouteRef r = reference_route(logits, 5, 60, 4, true);
+  const testing::RouteRef r = testing::reference_route(logits, 5, 60, 4, true);
   EXPECT_EQ(std::vector<uint32_t>(r.ids.begin(), r.ids.begin() + 4), (std::vector<uint32_t>{0, 1, 2, 3}));
   EXPECT_EQ(r.ids[4], 3u);
   EXPECT_EQ(r.ids[5], 7u);
@@ -360,7 +314,7 @@ TEST_F(MoeRouteTest, ShapesAndLimits) {
   };
   for (const Shape& s : {Shape{3, 8, 2}, Shape{5, 4, 4}, Shape{2, 256, 8}, Shape{3, 1, 1}, Shape{70, 128, 8},
                          Shape{1, 65, 3}}) {
-    const std::vector<float> logits = route_logits(rng, s.m, s.e, {});
+    const std::vector<float> logits = testing::route_logits(rng, s.m, s.e, {});
     for (bool normalize : {false, true}) check("shape", logits, s.m, s.e, s.k, normalize);
   }
 }
@@ -369,7 +323,7 @@ TEST_F(MoeRouteTest, ShapesAndLimits) {
 // NaN, as the CPU reference's); the other rows are routed as usual.
 TEST_F(MoeRouteTest, NonFiniteLogitsGiveNaNWeights) {
   std::mt19937 rng(13);
-  std::vector<float> logits = route_logits(rng, 2, 8, {});
+  std::vector<float> logits = testing::route_logits(rng, 2, 8, {});
   logits[3] = std::numeric_limits<float>::quiet_NaN();
   Buffer lb = upload(logits, "logits");
   Buffer ib = poisoned_f32(4, "ids");
@@ -391,7 +345,7 @@ TEST_F(MoeRouteTest, NonFiniteLogitsGiveNaNWeights) {
   EXPECT_EQ(ids[0], 0u);
   EXPECT_EQ(ids[1], 0u);
   EXPECT_TRUE(std::isnan(wf[0]) && std::isnan(wf[1]));
-  const RouteRef ref = reference_route(std::span<const float>(logits).subspan(8), 1, 8, 2, true);
+  const testing::RouteRef ref = testing::reference_route(std::span<const float>(logits).subspan(8), 1, 8, 2, true);
   EXPECT_EQ(ids[2], ref.ids[0]);
   EXPECT_EQ(ids[3], ref.ids[1]);
   EXPECT_NEAR(wf[2], ref.weights[0], kRouteRel * ref.weights[0]);
@@ -533,6 +487,8 @@ TEST_F(MoeErrorsTest, GemvRules) {
        "flat layout needs k % 32 == 0"},
       {"forced", [&] { auto a = args(); a.kernel = "moe_gemv_combine_q8_0"; return run(a); },
        StatusCode::kUnsupported, "moe_gemv_combine_q8_0"},
+      {"unroll generic", [&] { auto a = args(); a.tuning.unroll = 2; return run(a); }, StatusCode::kInvalidArgument,
+       "unroll is a knob of the vectorized Q4_K / Q5_K kernels"},
       {"w", [&] { auto a = args(); a.w = w.range().sub(0, 2000); return run(a); }, StatusCode::kValidation,
        "w range of 2000 bytes < required 2176"},
       {"x gather", [&] { auto a = args(); a.x = io.range().sub(0, 200); return run(a); }, StatusCode::kValidation,

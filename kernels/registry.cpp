@@ -34,6 +34,13 @@ constexpr BindingInfo kGluBindings[] = {
 constexpr BindingInfo kRopeBindings[] = {{0, "x", Access::kRead}, {1, "pos", Access::kRead}, {2, "y", Access::kWrite}};
 constexpr BindingInfo kRopeFreqBindings[] = {
     {0, "x", Access::kRead}, {1, "pos", Access::kRead}, {2, "y", Access::kWrite}, {3, "freqs", Access::kRead}};
+constexpr BindingInfo kRopeNormBindings[] = {
+    {0, "x", Access::kRead}, {1, "pos", Access::kRead}, {2, "y", Access::kWrite}, {3, "w", Access::kRead}};
+constexpr BindingInfo kRopeFreqNormBindings[] = {{0, "x", Access::kRead},
+                                                 {1, "pos", Access::kRead},
+                                                 {2, "y", Access::kWrite},
+                                                 {3, "freqs", Access::kRead},
+                                                 {4, "w", Access::kRead}};
 constexpr BindingInfo kGluSplitBindings[] = {{0, "gate_up", Access::kRead}, {1, "out", Access::kWrite}};
 constexpr BindingInfo kSplitQkvBindings[] = {
     {0, "qkv", Access::kRead}, {1, "q", Access::kWrite}, {2, "k", Access::kWrite}, {3, "v", Access::kWrite}};
@@ -49,6 +56,10 @@ constexpr BindingInfo kKvAppendBindings[] = {{0, "k_src", Access::kRead},
 constexpr BindingInfo kKvAppendRopeBindings[] = {{0, "k_src", Access::kRead},   {1, "v_src", Access::kRead},
                                                  {2, "k_cache", Access::kWrite}, {3, "v_cache", Access::kWrite},
                                                  {4, "pos", Access::kRead},      {5, "freqs", Access::kRead}};
+constexpr BindingInfo kKvAppendNormRopeBindings[] = {{0, "k_src", Access::kRead},   {1, "v_src", Access::kRead},
+                                                     {2, "k_cache", Access::kWrite}, {3, "v_cache", Access::kWrite},
+                                                     {4, "pos", Access::kRead},      {5, "freqs", Access::kRead},
+                                                     {6, "w", Access::kRead}};
 constexpr BindingInfo kAttnBindings[] = {
     {0, "q", Access::kRead}, {1, "k_cache", Access::kRead}, {2, "v_cache", Access::kRead}, {3, "out", Access::kWrite}};
 constexpr BindingInfo kAttnSplitBindings[] = {
@@ -71,6 +82,9 @@ constexpr BindingInfo kMoeCombineBindings[] = {{0, "w", Access::kRead},
                                                {2, "ids", Access::kRead},
                                                {3, "weights", Access::kRead},
                                                {4, "y", Access::kWrite}};
+constexpr BindingInfo kMoeRouteGluBindings[] = {{0, "w", Access::kRead},      {1, "x", Access::kRead},
+                                                {2, "router", Access::kRead}, {3, "ids", Access::kWrite},
+                                                {4, "weights", Access::kWrite}, {5, "act", Access::kWrite}};
 constexpr BindingInfo kGatedAddBindings[] = {{0, "g", Access::kRead}, {1, "s", Access::kRead}, {2, "y", Access::kReadWrite}};
 
 constexpr SpecInfo kSpec128[] = {{0, "local_size_x", 128, SpecRole::kLocalSizeX}};
@@ -88,6 +102,13 @@ constexpr SpecInfo kGemvVecSpec[] = {{0, "local_size_x", 64, SpecRole::kLocalSiz
                                      {1, "NUM_ROWS", 4, SpecRole::kTuning},
                                      {2, "DIAG", 0, SpecRole::kTuning},
                                      {3, "UNROLL", 1, SpecRole::kTuning}};
+// gemv_q4k.comp ROWS MOE ROUTE_GLU: NUM_ROWS / 2 gate / up row pairs per workgroup (4 pairs: bench/README.md), ACT
+// the gated activation.
+constexpr SpecInfo kGemvRouteGluSpec[] = {{0, "local_size_x", 64, SpecRole::kLocalSizeX},
+                                          {1, "NUM_ROWS", 8, SpecRole::kTuning},
+                                          {2, "DIAG", 0, SpecRole::kTuning},
+                                          {3, "UNROLL", 1, SpecRole::kTuning},
+                                          {4, "ACT", 0, SpecRole::kTuning}};
 // Q6_K on 32-bit words (gemv_q6k.comp).
 constexpr SpecInfo kGemvWordsSpec[] = {{0, "local_size_x", 64, SpecRole::kLocalSizeX},
                                        {1, "NUM_ROWS", 2, SpecRole::kTuning}};
@@ -133,6 +154,7 @@ constexpr std::string_view kGemmGrid = "ceil(M / TM) * ceil(n_rows / TN) workgro
 constexpr std::string_view kRowGrid = "one workgroup per row, folded into x and y";
 constexpr std::string_view kRopeGrid = "ceil(n_tokens * n_heads * head_dim / 2 / local_size_x) workgroups, folded into x and y";
 constexpr std::string_view kEmbedGrid = "ceil(n_tokens * dim / local_size_x) workgroups, folded into x and y";
+constexpr std::string_view kHeadRowGrid = "n_tokens * n_heads workgroups (one head each), folded into x and y";
 constexpr std::string_view kKvGrid = "ceil(n_tokens * n_kv_heads * head_dim / 2 / local_size_x) workgroups, folded";
 constexpr std::string_view kAttnGrid = "n_q * n_heads * n_splits workgroups, folded into x and y";
 constexpr std::string_view kAttnPrefillGrid =
@@ -140,6 +162,8 @@ constexpr std::string_view kAttnPrefillGrid =
 constexpr std::string_view kOneGroup = "one workgroup";
 constexpr std::string_view kMoeGemvGrid = "ceil(n_rows / NUM_ROWS) * M * T workgroups, folded into x and y";
 constexpr std::string_view kMoeCombineGrid = "ceil(n_rows / NUM_ROWS) * M workgroups, folded into x and y";
+constexpr std::string_view kMoeRouteGluGrid =
+    "ceil(n_rows / 2 / (NUM_ROWS / 2)) * M * T workgroups, folded into x and y";
 
 constexpr std::span<const Layout> kNoLayouts{};  // layouts do not apply (not a weight-reading kernel)
 
@@ -175,6 +199,7 @@ std::string_view op_name(Op op) {
     case Op::kMoeRoute: return "moe_route";
     case Op::kMoeGemv: return "moe_gemv";
     case Op::kMoeGemvCombine: return "moe_gemv_combine";
+    case Op::kMoeGemvRouteGlu: return "moe_gemv_route_glu";
     case Op::kGatedAdd: return "gated_add";
   }
   return "?";

@@ -34,10 +34,12 @@ enum class Op : uint8_t {
   kMoeGemv,       // MoE GEMV gathering the selected experts' outputs (moe_gemv.comp)
   kMoeGemvCombine,  // MoE GEMV summing the selected experts' outputs with router weights (moe_gemv.comp COMBINE)
   kGatedAdd,      // y += sigmoid(g) * s per row (gated_add.comp: Qwen2-MoE's shared expert)
+  kMoeGemvRouteGlu,  // the router's top-k, the selected experts' gate / up GEMV and the gated activation in one
+                     // dispatch (gemv_q4k.comp ROWS MOE ROUTE_GLU)
 };
 // "dequant", "gemv", "rms_norm", "add", "gated_act", "rope", "add_rms_norm", "unary", "embed", "kv_append",
 // "attention", "attention_merge", "sample", "gemv_reduce", "gemm", "kv_append_rope", "split", "moe_route",
-// "moe_gemv", "moe_gemv_combine", "gated_add"
+// "moe_gemv", "moe_gemv_combine", "gated_add", "moe_gemv_route_glu"
 std::string_view op_name(Op op);
 
 enum class Access : uint8_t { kRead, kWrite, kReadWrite };

@@ -275,12 +275,14 @@ Status Executor::Impl::record_step(const Step& s, uint32_t m, uint32_t p0, uint3
       a.freq_scale = rot.freq_scale;
       a.inv_freq = rot.inv_freq;
       a.mscale = rot.mscale;
+      if (s.weight != nullptr) a.norm = HeadNormWeight{s.weight->range, eps, offset};
       return record_rope(*rec, a, s.label);
     }
     case Dispatch::kKvAppend:
       return record_kv_append(*rec, {kv.layer(layer), rows(Buf::kK, 0, m), rows(Buf::kV, 0, m), m, p0, std::nullopt}, s.label);
     case Dispatch::kKvAppendRope: {
-      const KvRope rot = rotation(s, pos_range);
+      KvRope rot = rotation(s, pos_range);
+      if (s.weight != nullptr) rot.k_norm = HeadNormWeight{s.weight->range, eps, offset};
       return record_kv_append(*rec, {kv.layer(layer), rows(Buf::kK, 0, m), rows(Buf::kV, 0, m), m, p0, rot}, s.label);
     }
     case Dispatch::kAttention: {
@@ -333,6 +335,26 @@ Status Executor::Impl::record_step(const Step& s, uint32_t m, uint32_t p0, uint3
       a.combine = combine;
       a.kernel = s.kernel->name;
       return record_moe_gemv(*rec, a, s.label);
+    }
+    case Dispatch::kMoeRouteGlu: {
+      const TensorEntry& w = *s.weight->entry;
+      MoeRouteGluArgs a;
+      a.w = s.weight->range;
+      a.dtype = w.dtype;
+      a.layout = w.layout.value_or(Layout::kRowWise);
+      a.n_experts = d.experts;
+      a.ff = d.expert_ff;
+      a.k = d.d;
+      a.m_rows = m;
+      a.top_k = d.top_k;
+      a.normalize = mf.architecture.moe.normalize_top_k;
+      a.act = inf.ffn.activation == rdrr::Activation::kGeluTanh ? Activation::kGeluTanh : Activation::kSilu;
+      a.x = rows(Buf::kNormed, 0, m);
+      a.logits = rows(Buf::kRouter, 0, m);
+      a.ids = rows(Buf::kExpertIds, 0, m);
+      a.weights = rows(Buf::kExpertWeights, 0, m);
+      a.act_out = rows(Buf::kExpertAct, 0, m);
+      return record_moe_route_glu(*rec, a, s.label);
     }
     case Dispatch::kGatedAdd:
       return record_gated_add(*rec, {.g = rows(Buf::kSharedScale, 0, m), .s = rows(Buf::kSharedOut, 0, m),

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -14,6 +15,7 @@
 #include "quant/dtype.h"
 #include "quant/status.h"
 #include "runtime/memory.h"
+#include "runtime/ops_attention.h"  // IWYU pragma: export
 #include "runtime/recorder.h"
 
 namespace rdrr::runtime {
@@ -193,6 +195,9 @@ struct RopeArgs {
   // LongRoPE, linear); when set, theta = pos * inv_freq[i] and theta_base / freq_scale are not used.
   BufferRange inv_freq;
   float mscale = 1.0f;  // multiplies cos and sin (YaRN / LongRoPE attention factor)
+  // Optional per-head RMSNorm before the rotation (kernels rope_norm / rope_freqs_norm: one workgroup of head_dim / 2
+  // invocations per head; head_dim / 2 must not exceed the device's workgroup size).
+  std::optional<HeadNormWeight> norm;
 };
 Status record_rope(Recorder& rec, const RopeArgs& args, std::string_view label = "rope");
 
@@ -228,6 +233,5 @@ Result<std::array<uint32_t, 3>> fold_groups(Recorder& rec, uint64_t groups, std:
 
 }  // namespace rdrr::runtime
 
-#include "runtime/ops_attention.h"  // IWYU pragma: export
 #include "runtime/ops_moe.h"        // IWYU pragma: export
 #include "runtime/ops_sample.h"     // IWYU pragma: export

@@ -209,20 +209,45 @@ Status record_kv_append_rope(Recorder& rec, const KvAppendArgs& a, uint64_t src_
   RDRR_RETURN_IF_ERROR(check_rope_freqs(r.inv_freq, r.theta_base, r.mscale, n_rot, rctx));
   const bool table = r.inv_freq.buffer != VK_NULL_HANDLE;
   RDRR_RETURN_IF_ERROR(need_bytes(r.pos, uint64_t{a.n_tokens} * 4, "pos", rctx));
-  RDRR_ASSIGN_OR_RETURN(const Pipeline* p, get_pipeline(rec, "kv_append_rope_" + kv_name(a.kv), {}, rctx));
+  // With k_norm: one workgroup of head_dim / 2 invocations per (token, head) row.
+  std::vector<SpecValue> spec;
+  if (r.k_norm) {
+    RDRR_ASSIGN_OR_RETURN(const uint32_t local, check_head_norm(*r.k_norm, a.kv.head_dim, rec.device().caps(), rctx));
+    spec.push_back({0, local});
+  }
+  const std::string kernel = std::string(r.k_norm ? "kv_append_norm_rope_" : "kv_append_rope_") + kv_name(a.kv);
+  RDRR_ASSIGN_OR_RETURN(const Pipeline* p, get_pipeline(rec, kernel, spec, rctx));
   const uint64_t groups = ceil_div(src_bytes / 8, p->local_size()[0]);
   RDRR_ASSIGN_OR_RETURN(auto grid, fold_groups(rec, groups, rctx));
   const struct {
     uint32_t n_tokens, n_kv_heads, head_dim, capacity, p0, n_groups, n_rot, mode;
     float theta_base, freq_scale, mscale;
     uint32_t use_table;
-  } push{a.n_tokens,  a.kv.n_kv_heads, a.kv.head_dim, a.kv.capacity, a.p0,     static_cast<uint32_t>(groups),
-         n_rot,       r.interleaved ? 0u : 1u,        r.theta_base,   r.freq_scale, r.mscale,
-         table ? 1u : 0u};
+    float eps, weight_offset;
+  } push{a.n_tokens,
+         a.kv.n_kv_heads,
+         a.kv.head_dim,
+         a.kv.capacity,
+         a.p0,
+         static_cast<uint32_t>(groups),
+         n_rot,
+         r.interleaved ? 0u : 1u,
+         r.theta_base,
+         r.freq_scale,
+         r.mscale,
+         table ? 1u : 0u,
+         r.k_norm ? r.k_norm->eps : 0.0f,
+         r.k_norm ? r.k_norm->weight_offset : 0.0f};
+  const uint32_t push_bytes = r.k_norm ? sizeof(push) : sizeof(push) - 8;
   // Without a table the freqs binding is never read: the positions stand in for it.
   const BufferRange freqs = table ? r.inv_freq.sub(0, uint64_t{n_rot} / 2 * 4) : r.pos;
+  if (r.k_norm) {
+    const BufferRange bindings[] = {a.k_src, a.v_src, a.kv.k, a.kv.v, r.pos, freqs,
+                                    r.k_norm->w.sub(0, uint64_t{a.kv.head_dim} * 4)};
+    return rec.dispatch(*p, bindings, std::span(reinterpret_cast<const std::byte*>(&push), push_bytes), grid, label);
+  }
   const BufferRange bindings[] = {a.k_src, a.v_src, a.kv.k, a.kv.v, r.pos, freqs};
-  return rec.dispatch(*p, bindings, push, grid, label);
+  return rec.dispatch(*p, bindings, std::span(reinterpret_cast<const std::byte*>(&push), push_bytes), grid, label);
 }
 
 }  // namespace

@@ -27,6 +27,15 @@ struct KvLayer {
 // Bytes of one of K / V of one layer.
 uint64_t kv_layer_bytes(quant::DType dtype, uint32_t n_kv_heads, uint32_t head_dim, uint32_t capacity);
 
+// A per-head RMSNorm applied before a rotation, in the same dispatch (Qwen3's / Gemma 3's q_norm and k_norm:
+// kernels rope_norm, rope_freqs_norm, kv_append_norm_rope_*): x / sqrt(mean(x^2) + eps) * (w + weight_offset) over
+// each head's head_dim values (record_head_norm's math).
+struct HeadNormWeight {
+  BufferRange w;  // f32[head_dim]
+  float eps = 1e-6f;
+  float weight_offset = 0.0f;
+};
+
 // K rotated on its way into the cache (kernels kv_append_rope_*): record_rope's arithmetic (kernels/include/rope.glsl),
 // with the same fields.
 struct KvRope {
@@ -37,10 +46,12 @@ struct KvRope {
   float theta_base = 10000.0f;
   float freq_scale = 1.0f;     // computed frequencies only
   float mscale = 1.0f;
+  std::optional<HeadNormWeight> k_norm;  // K RMS-normed per head before the rotation (kernels kv_append_norm_rope_*)
 };
 
 // Writes k_src / v_src f32 [n_tokens, n_kv_heads, head_dim] into positions p0 .. p0 + n_tokens - 1; with `rope`,
-// K is rotated first (one dispatch: no rotated copy of K, no barrier between rotation and append).
+// K is rotated first (one dispatch: no rotated copy of K, no barrier between rotation and append), and RMS-normed per
+// head before that with rope->k_norm.
 struct KvAppendArgs {
   KvLayer kv;
   BufferRange k_src;

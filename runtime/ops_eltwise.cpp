@@ -228,6 +228,43 @@ Status record_softcap(Recorder& rec, const BufferRange& x, const BufferRange& y,
   return record_unary(rec, "softcap", x, y, n, cap, label);
 }
 
+namespace {
+
+struct RopePush {
+  uint32_t n_tokens, n_heads, head_dim, n_rot;
+  float theta_base, freq_scale;
+  uint32_t mode, n_groups;
+  float mscale;
+};
+
+// rope.comp NORM: one workgroup of head_dim / 2 invocations per (token, head) row.
+Status record_rope_norm(Recorder& rec, const RopeArgs& a, uint32_t n_rot, bool table, const std::string& ctx,
+                        std::string_view label) {
+  RDRR_ASSIGN_OR_RETURN(const uint32_t local, check_head_norm(*a.norm, a.head_dim, rec.device().caps(), ctx));
+  const SpecValue spec[] = {{0, local}};
+  RDRR_ASSIGN_OR_RETURN(const Pipeline* p, get_pipeline(rec, table ? "rope_freqs_norm" : "rope_norm", spec, ctx));
+  const uint64_t groups = uint64_t{a.n_tokens} * a.n_heads;
+  RDRR_ASSIGN_OR_RETURN(auto grid, fold_groups(rec, groups, ctx));
+  const struct {
+    RopePush rope;
+    float eps, weight_offset;
+    uint32_t pad0;
+  } push{{a.n_tokens, a.n_heads, a.head_dim, n_rot, a.theta_base, a.freq_scale, static_cast<uint32_t>(a.mode),
+          static_cast<uint32_t>(groups), a.mscale},
+         a.norm->eps,
+         a.norm->weight_offset,
+         0};
+  const BufferRange w = a.norm->w.sub(0, uint64_t{a.head_dim} * 4);
+  if (table) {
+    const BufferRange bindings[] = {a.x, a.pos, a.y, a.inv_freq.sub(0, uint64_t{n_rot} / 2 * 4), w};
+    return rec.dispatch(*p, bindings, push, grid, label);
+  }
+  const BufferRange bindings[] = {a.x, a.pos, a.y, w};
+  return rec.dispatch(*p, bindings, push, grid, label);
+}
+
+}  // namespace
+
 Status record_rope(Recorder& rec, const RopeArgs& a, std::string_view label) {
   const uint32_t n_rot = a.n_rot == 0 ? a.head_dim : a.n_rot;
   const std::string ctx = "rope " + std::string(label) + " [tokens=" + std::to_string(a.n_tokens) +
@@ -243,16 +280,12 @@ Status record_rope(Recorder& rec, const RopeArgs& a, std::string_view label) {
   RDRR_RETURN_IF_ERROR(need_bytes(a.x, elems * 4, "x", ctx));
   RDRR_RETURN_IF_ERROR(need_bytes(a.pos, uint64_t{a.n_tokens} * 4, "pos", ctx));
   RDRR_RETURN_IF_ERROR(need_bytes(a.y, elems * 4, "y", ctx));
+  if (a.norm) return record_rope_norm(rec, a, n_rot, table, ctx, label);
   RDRR_ASSIGN_OR_RETURN(const Pipeline* p, get_pipeline(rec, table ? "rope_freqs" : "rope", {}, ctx));
   const uint64_t groups = ceil_div(elems / 2, p->local_size()[0]);
   RDRR_ASSIGN_OR_RETURN(auto grid, fold_groups(rec, groups, ctx));
-  struct {
-    uint32_t n_tokens, n_heads, head_dim, n_rot;
-    float theta_base, freq_scale;
-    uint32_t mode, n_groups;
-    float mscale;
-  } push{a.n_tokens, a.n_heads, a.head_dim, n_rot, a.theta_base, a.freq_scale, static_cast<uint32_t>(a.mode),
-         static_cast<uint32_t>(groups), a.mscale};
+  const RopePush push{a.n_tokens,   a.n_heads, a.head_dim, n_rot, a.theta_base, a.freq_scale, static_cast<uint32_t>(a.mode),
+                      static_cast<uint32_t>(groups), a.mscale};
   if (table) {
     const BufferRange bindings[] = {a.x, a.pos, a.y, a.inv_freq.sub(0, uint64_t{n_rot} / 2 * 4)};
     return rec.dispatch(*p, bindings, push, grid, label);

@@ -23,18 +23,87 @@ struct RoutePush {
 struct MoeGemvPush {
   uint32_t n_rows, k, row_stride, w_base, n_experts, top_k, n_row_groups, n_groups;
 };
+struct MoeRouteGluPush {
+  MoeGemvPush gemv;
+  uint32_t normalize, pad0, pad1, pad2;
+};
 struct GatedAddPush {
   uint32_t m_rows, d, n_groups, pad0;
 };
-static_assert(sizeof(RoutePush) == 32 && sizeof(MoeGemvPush) == 32 && sizeof(GatedAddPush) == 16);
+static_assert(sizeof(RoutePush) == 32 && sizeof(MoeGemvPush) == 32 && sizeof(MoeRouteGluPush) == 48 &&
+              sizeof(GatedAddPush) == 16);
 
 constexpr uint64_t k32Bit = uint64_t{1} << 32;
+// Workgroup of the vectorized COMBINE kernels for one decode token (Vulkan guarantees 128 invocations).
+constexpr uint32_t kDecodeCombineLocalSize = 128;
+constexpr uint32_t kDecodeCombineRows = 4;     // Q4_K / Q5_K
+constexpr uint32_t kDecodeCombineRowsQ6K = 2;  // Q6_K (gemv_q6k.comp MOE COMBINE)
+// Workgroup of the fused route + gather + activation (with the registry's 4 row pairs): bench/README.md.
+constexpr uint32_t kRouteGluLocalSize = 32;
 
 // kInvalidArgument "<ctx>: <a> overlaps <b>" when two ranges share a byte.
 Status need_apart(const BufferRange& a, std::string_view a_name, const BufferRange& b, std::string_view b_name,
                   const std::string& ctx) {
   if (!overlaps(a, b)) return Status::Ok();
   return error(StatusCode::kInvalidArgument, ctx + ": " + std::string(a_name) + " overlaps " + std::string(b_name));
+}
+
+// The sizes of an expert GEMV: none 0 (the per-expert rows named `rows_field`), top_k <= n_experts.
+Status check_expert_dims(uint32_t n_experts, uint32_t rows, std::string_view rows_field, uint32_t k, uint32_t m_rows,
+                         uint32_t top_k, const std::string& ctx) {
+  RDRR_RETURN_IF_ERROR(need_nonzero(n_experts, "n_experts", ctx));
+  RDRR_RETURN_IF_ERROR(need_nonzero(rows, rows_field, ctx));
+  RDRR_RETURN_IF_ERROR(need_nonzero(k, "k", ctx));
+  RDRR_RETURN_IF_ERROR(need_nonzero(m_rows, "m_rows", ctx));
+  RDRR_RETURN_IF_ERROR(need_nonzero(top_k, "top_k", ctx));
+  if (top_k > n_experts) {
+    return error(StatusCode::kInvalidArgument,
+                 ctx + ": top_k " + std::to_string(top_k) + " > n_experts " + std::to_string(n_experts));
+  }
+  return Status::Ok();
+}
+
+// record_moe_route_glu's activation ranges, each cut to its shape: long enough, the outputs apart from the inputs and
+// from each other.
+struct RouteGluRanges {
+  BufferRange x, logits, ids, weights, act;
+};
+Result<RouteGluRanges> route_glu_ranges(const MoeRouteGluArgs& a, uint64_t w_bytes, const std::string& ctx) {
+  const uint64_t slots = uint64_t{a.m_rows} * a.top_k;
+  RDRR_RETURN_IF_ERROR(need_bytes(a.w, w_bytes, "w", ctx));
+  RDRR_RETURN_IF_ERROR(need_bytes(a.x, uint64_t{a.m_rows} * a.k * 4, "x", ctx));
+  RDRR_RETURN_IF_ERROR(need_bytes(a.logits, uint64_t{a.m_rows} * a.n_experts * 4, "logits", ctx));
+  RDRR_RETURN_IF_ERROR(need_bytes(a.ids, slots * 4, "ids", ctx));
+  RDRR_RETURN_IF_ERROR(need_bytes(a.weights, slots * 4, "weights", ctx));
+  RDRR_RETURN_IF_ERROR(need_bytes(a.act_out, slots * a.ff * 4, "act", ctx));
+  const RouteGluRanges r{a.x.sub(0, uint64_t{a.m_rows} * a.k * 4), a.logits.sub(0, uint64_t{a.m_rows} * a.n_experts * 4),
+                         a.ids.sub(0, slots * 4), a.weights.sub(0, slots * 4), a.act_out.sub(0, slots * a.ff * 4)};
+  const std::pair<BufferRange, std::string_view> outs[] = {{r.ids, "ids"}, {r.weights, "weights"}, {r.act, "act"}};
+  const std::pair<BufferRange, std::string_view> ins[] = {{a.w.sub(0, w_bytes), "w"}, {r.x, "x"}, {r.logits, "logits"}};
+  for (size_t i = 0; i < std::size(outs); ++i) {
+    for (const auto& [in, in_name] : ins) RDRR_RETURN_IF_ERROR(need_apart(outs[i].first, outs[i].second, in, in_name, ctx));
+    for (size_t j = i + 1; j < std::size(outs); ++j) {
+      RDRR_RETURN_IF_ERROR(need_apart(outs[i].first, outs[i].second, outs[j].first, outs[j].second, ctx));
+    }
+  }
+  return r;
+}
+
+// record_moe_route_glu's specialization: kRouteGluLocalSize invocations (or tuning's), rounded up to whole subgroups
+// (every subgroup runs the top-k on its own), tuning's rows (gate / up pairs: even) and unroll, the activation.
+Result<std::vector<SpecValue>> route_glu_spec(const MoeRouteGluArgs& a, uint32_t sg_max, const std::string& ctx) {
+  const uint32_t want = a.tuning.local_size_x != 0 ? a.tuning.local_size_x : kRouteGluLocalSize;
+  std::vector<SpecValue> spec = {{0, static_cast<uint32_t>(ceil_div(want, sg_max) * sg_max)}};
+  if (a.tuning.num_rows != 0) {
+    if (a.tuning.num_rows % 2 != 0) {
+      return error(StatusCode::kInvalidArgument, ctx + ": num_rows " + std::to_string(a.tuning.num_rows) +
+                                                     " is odd (gate / up row pairs)");
+    }
+    spec.push_back({1, a.tuning.num_rows});
+  }
+  if (a.tuning.unroll != 0) spec.push_back({3, a.tuning.unroll});
+  spec.push_back({4, static_cast<uint32_t>(a.act)});
+  return spec;
 }
 
 }  // namespace
@@ -93,15 +162,7 @@ Status record_moe_gemv(Recorder& rec, const MoeGemvArgs& a, std::string_view lab
                           " E=" + std::to_string(a.n_experts) + " N=" + std::to_string(a.n_rows) +
                           " K=" + std::to_string(a.k) + " M=" + std::to_string(a.m_rows) +
                           " T=" + std::to_string(a.top_k) + "]";
-  RDRR_RETURN_IF_ERROR(need_nonzero(a.n_experts, "n_experts", ctx));
-  RDRR_RETURN_IF_ERROR(need_nonzero(a.n_rows, "n_rows", ctx));
-  RDRR_RETURN_IF_ERROR(need_nonzero(a.k, "k", ctx));
-  RDRR_RETURN_IF_ERROR(need_nonzero(a.m_rows, "m_rows", ctx));
-  RDRR_RETURN_IF_ERROR(need_nonzero(a.top_k, "top_k", ctx));
-  if (a.top_k > a.n_experts) {
-    return error(StatusCode::kInvalidArgument,
-                 ctx + ": top_k " + std::to_string(a.top_k) + " > n_experts " + std::to_string(a.n_experts));
-  }
+  RDRR_RETURN_IF_ERROR(check_expert_dims(a.n_experts, a.n_rows, "n_rows", a.k, a.m_rows, a.top_k, ctx));
   const bool has_weights = a.weights.buffer != VK_NULL_HANDLE;
   if (a.combine && !has_weights) return error(StatusCode::kInvalidArgument, ctx + ": weights missing (combine)");
   if (!a.combine && has_weights) {
@@ -184,7 +245,17 @@ Status record_moe_gemv(Recorder& rec, const MoeGemvArgs& a, std::string_view lab
   std::vector<SpecValue> spec;
   if (a.tuning.local_size_x != 0) spec.push_back({0, a.tuning.local_size_x});
   if (a.tuning.num_rows != 0) spec.push_back({1, a.tuning.num_rows});
-  if (vec && spec.empty()) {
+  if (a.tuning.unroll != 0) {
+    if (!vec || !k_quant_vectors) {
+      return error(StatusCode::kInvalidArgument, ctx + ": unroll is a knob of the vectorized Q4_K / Q5_K kernels");
+    }
+    spec.push_back({3, a.tuning.unroll});
+  }
+  if (vec && spec.empty() && a.combine && a.m_rows == 1) {
+    // A decode token's combine spreads the items of its T experts over the workgroup: wide workgroups of a few rows
+    // (bench/README.md, expert GEMV workgroups).
+    spec = {{0, kDecodeCombineLocalSize}, {1, a.dtype == DType::kQ6_K ? kDecodeCombineRowsQ6K : kDecodeCombineRows}};
+  } else if (vec && spec.empty()) {
     // The dense rows GEMV's workgroup sizes for this many workgroups; rows of at most 32 Q4_K / Q5_K items (K <= 1024)
     // one 32-invocation group (64 would leave half of them idle).
     const DeviceCaps& caps = dev.caps();
@@ -217,6 +288,62 @@ Status record_moe_gemv(Recorder& rec, const MoeGemvArgs& a, std::string_view lab
     return rec.dispatch(**pipe, bindings, push, grid, label);
   }
   const BufferRange bindings[] = {w_binding, x, ids, y};
+  return rec.dispatch(**pipe, bindings, push, grid, label);
+}
+
+Status record_moe_route_glu(Recorder& rec, const MoeRouteGluArgs& a, std::string_view label) {
+  const std::string ctx = "moe_route_glu " + std::string(label) + " [" + std::string(quant::dtype_name(a.dtype)) + " " +
+                          std::string(quant::layout_name(a.layout)) + " E=" + std::to_string(a.n_experts) +
+                          " F=" + std::to_string(a.ff) + " K=" + std::to_string(a.k) + " M=" + std::to_string(a.m_rows) +
+                          " T=" + std::to_string(a.top_k) + "]";
+  RDRR_RETURN_IF_ERROR(check_expert_dims(a.n_experts, a.ff, "ff", a.k, a.m_rows, a.top_k, ctx));
+  Device& dev = rec.device();
+  const DeviceCaps& caps = dev.caps();
+  const uint32_t sg_min = smallest_subgroup(caps), sg_max = largest_subgroup(caps);
+  if (a.n_experts > kMoeMaxExperts || a.top_k > kMoeMaxTopK || sg_min == 0 || a.n_experts > 32 * sg_min) {
+    return error(StatusCode::kUnsupported, ctx + ": the fused router takes at most " + std::to_string(kMoeMaxExperts) +
+                                               " experts (and 32 per subgroup invocation; smallest subgroup " +
+                                               std::to_string(sg_min) + ") and top_k <= " + std::to_string(kMoeMaxTopK));
+  }
+  const kernels::KernelInfo* kernel = kernels::pinned_moe_route_glu_kernel(a.dtype, a.layout, a.k);
+  if (kernel == nullptr) {
+    return error(StatusCode::kUnsupported, ctx + ": no moe_gemv_route_glu kernel reads this dtype / layout / K (Q4_K "
+                                               "or Q5_K rows of whole blocks)");
+  }
+  const uint64_t rows = uint64_t{a.n_experts} * a.ff * 2;
+  const uint64_t slots = uint64_t{a.m_rows} * a.top_k;
+  const uint64_t row_stride = ceil_div(a.k, quant::kQK_K) * quant::kQK_K;
+  if (rows * row_stride + uint64_t{a.m_rows} * a.k + quant::kQK_K >= k32Bit ||
+      uint64_t{a.m_rows} * a.n_experts >= k32Bit || slots * a.ff >= k32Bit) {
+    return error(StatusCode::kUnsupported, ctx + ": the sizes exceed the kernel's 32-bit element indexing");
+  }
+  const uint64_t w_bytes = packed_weight_bytes(a.dtype, a.layout, rows, a.k);
+  RDRR_ASSIGN_OR_RETURN(const RouteGluRanges r, route_glu_ranges(a, w_bytes, ctx));
+  const uint64_t skip = a.w.offset % dev.binding_alignment();
+  if (skip % kQ4KVecBytes != 0) {
+    return error(StatusCode::kUnsupported, ctx + ": w at offset " + std::to_string(a.w.offset) +
+                                               ": the kernel reads 16-byte aligned blocks");
+  }
+  if (skip + w_bytes > dev.binding_limit_bytes()) {
+    return error(StatusCode::kUnsupported, ctx + ": w, the stacked expert weight of " + std::to_string(w_bytes) +
+                                               " bytes, exceeds the device's storage-buffer binding limit of " +
+                                               std::to_string(dev.binding_limit_bytes()) + " bytes");
+  }
+  RDRR_ASSIGN_OR_RETURN(const std::vector<SpecValue> spec, route_glu_spec(a, sg_max, ctx));
+  Result<const Pipeline*> pipe = dev.pipelines().get(*kernel, spec);
+  if (!pipe.ok()) return pipe.status().context(ctx);
+  const uint64_t row_groups = ceil_div(a.ff, (*pipe)->spec(1) / 2);
+  const uint64_t groups = row_groups * slots;
+  if (groups >= k32Bit) return error(StatusCode::kUnsupported, ctx + ": " + std::to_string(groups) + " workgroups");
+  RDRR_ASSIGN_OR_RETURN(const auto grid, fold_groups(rec, groups, ctx));
+  const uint64_t unit = kQ4KVecBytes;
+  const MoeRouteGluPush push{{2 * a.ff, a.k, static_cast<uint32_t>(row_stride), static_cast<uint32_t>(skip / unit),
+                              a.n_experts, a.top_k, static_cast<uint32_t>(row_groups), static_cast<uint32_t>(groups)},
+                             a.normalize ? 1u : 0u,
+                             0,
+                             0,
+                             0};
+  const BufferRange bindings[] = {{a.w.buffer, a.w.offset - skip, skip + w_bytes}, r.x, r.logits, r.ids, r.weights, r.act};
   return rec.dispatch(**pipe, bindings, push, grid, label);
 }
 

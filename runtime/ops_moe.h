@@ -18,6 +18,8 @@
 
 namespace rdrr::runtime {
 
+enum class Activation : uint32_t;  // runtime/ops.h
+
 // The router's limits (kernels/moe_route.comp stages the probabilities of a row in shared memory).
 inline constexpr uint32_t kMoeMaxExperts = 256;
 inline constexpr uint32_t kMoeMaxTopK = 8;
@@ -47,6 +49,7 @@ Status record_moe_route(Recorder& rec, const MoeRouteArgs& args, std::string_vie
 struct MoeGemvTuning {
   uint32_t local_size_x = 0;
   uint32_t num_rows = 0;  // rows per workgroup (NUM_ROWS)
+  uint32_t unroll = 0;    // items per invocation in flight (UNROLL; gemv_q4k.comp's vectorized kernels only)
 };
 
 // Expert GEMV over a stacked expert weight W [n_experts * n_rows, k] (expert e's rows are rows
@@ -92,6 +95,38 @@ struct MoeGemvArgs {
   std::string_view kernel;
 };
 Status record_moe_gemv(Recorder& rec, const MoeGemvArgs& args, std::string_view label = "moe_gemv");
+
+// A decode layer's expert gate / up half in one dispatch (kernels/gemv_q4k.comp ROWS MOE ROUTE_GLU, in place of
+// record_moe_route, the gather record_moe_gemv and glu_split): per token m, the top_k experts of its router row
+// exactly as record_moe_route picks them (ids and weights written for the combine that follows), then for each
+// selected expert e = ids[m*T + j]:
+//   act[m*T + j, n] = act(W[e * 2F + n, :] . x[m, :]) * (W[e * 2F + F + n, :] . x[m, :])   for n < F
+// W: the stacked gate_up weight [n_experts * 2F, k] (per expert F gate rows, then F up rows), Q4_K or Q5_K row_wise
+// (or flat with k % 256 == 0), its blocks 16-byte aligned; x f32 [m_rows, k]; logits f32 [m_rows, n_experts];
+// ids uint32 / weights f32 [m_rows * top_k] (written); act f32 [m_rows * top_k, F].
+// Errors: kInvalidArgument (a zero size, top_k > n_experts, the outputs overlapping the inputs or each other),
+// kUnsupported (another dtype / layout, blocks not 16-byte aligned, n_experts > kMoeMaxExperts or above 32 times the
+// device's smallest subgroup, top_k > kMoeMaxTopK, the binding and 32-bit indexing limits), kValidation (a range
+// shorter than its shape).
+struct MoeRouteGluArgs {
+  BufferRange w;
+  quant::DType dtype = quant::DType::kQ4_K;
+  quant::Layout layout = quant::Layout::kRowWise;
+  uint32_t n_experts = 0;  // E
+  uint32_t ff = 0;         // F, gate (and up) rows per expert
+  uint32_t k = 0;          // K, inputs
+  uint32_t m_rows = 0;     // M, tokens
+  uint32_t top_k = 0;      // T, experts per token
+  bool normalize = false;  // renormalize the top-k weights
+  Activation act{};          // kSilu (0) unless set
+  BufferRange x;
+  BufferRange logits;
+  BufferRange ids;
+  BufferRange weights;
+  BufferRange act_out;
+  MoeGemvTuning tuning;  // num_rows: gate + up rows per workgroup (even)
+};
+Status record_moe_route_glu(Recorder& rec, const MoeRouteGluArgs& args, std::string_view label = "moe_route_glu");
 
 // Qwen2-MoE's shared expert: y[m, :] += sigmoid(g[m]) * s[m, :] over m_rows rows of d. y must not overlap g or s.
 struct GatedAddArgs {

@@ -14,6 +14,7 @@
 #include "runtime/caps.h"
 #include "runtime/device.h"
 #include "runtime/memory.h"
+#include "runtime/ops_attention.h"
 #include "runtime/pipeline.h"
 #include "runtime/recorder.h"
 
@@ -79,6 +80,22 @@ inline Status check_rope_freqs(const BufferRange& inv_freq, float theta_base, fl
   if (!table && !(theta_base > 0.0f)) return error(StatusCode::kInvalidArgument, ctx + ": theta_base must be > 0");
   if (!std::isfinite(mscale)) return error(StatusCode::kInvalidArgument, ctx + ": mscale is not finite");
   return table ? need_bytes(inv_freq, uint64_t{n_rot} / 2 * 4, "inv_freq", ctx) : Status::Ok();
+}
+
+// A per-head RMSNorm fused before a rotation (record_rope, record_kv_append): w holds head_dim floats, eps > 0 and
+// finite, and one workgroup of head_dim / 2 invocations fits the device. The workgroup size (spec 0).
+inline Result<uint32_t> check_head_norm(const HeadNormWeight& n, uint32_t head_dim, const DeviceCaps& caps,
+                                        const std::string& ctx) {
+  RDRR_RETURN_IF_ERROR(need_bytes(n.w, uint64_t{head_dim} * 4, "norm w", ctx));
+  if (!(n.eps > 0.0f) || !std::isfinite(n.eps) || !std::isfinite(n.weight_offset)) {
+    return error(StatusCode::kInvalidArgument, ctx + ": norm eps must be finite and > 0, weight_offset finite");
+  }
+  if (head_dim / 2 > caps.max_workgroup_invocations) {
+    return error(StatusCode::kUnsupported, ctx + ": the fused head norm runs head_dim / 2 = " +
+                                               std::to_string(head_dim / 2) + " invocations per workgroup, the device " +
+                                               std::to_string(caps.max_workgroup_invocations));
+  }
+  return head_dim / 2;
 }
 
 // True when [a.offset, a.offset + a.size) and b's range share a byte of the same buffer.
