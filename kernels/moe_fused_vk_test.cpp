@@ -124,7 +124,8 @@ class MoeRouteGluTest : public runtime::testing::VulkanTest {
 // Qwen3-MoE's routing (E = 128, T = 8, renormalised) and Mixtral's (8 / 2), decode; a pass of three tokens (slots
 // fastest) with Qwen1.5-MoE's 60 / 4, GELU and no renormalisation over padded rows (K = 300); F not a multiple of the
 // row pairs per workgroup; flat blocks; Q5_K; other workgroup shapes; a weight at a 16-byte skip; ties (two experts
-// with the top logit, a tie for the last place across subgroups).
+// with the top logit, a tie for the last place across subgroups; 256 experts with ties across the register and
+// re-read ranges).
 TEST_F(MoeRouteGluTest, MatchesTheThreeStepsInDouble) {
   const std::vector<FusedCase> cases = {
       {"qwen3 routing", DType::kQ4_K, Layout::kRowWise, 128, 24, 512, 1, 8, true, Activation::kSilu},
@@ -138,6 +139,10 @@ TEST_F(MoeRouteGluTest, MatchesTheThreeStepsInDouble) {
        {128, 2}},
       {"ties", DType::kQ4_K, Layout::kRowWise, 60, 8, 256, 2, 4, true, Activation::kSilu, {}, 64,
        {{0, 7, 5.0f}, {0, 3, 5.0f}, {1, 40, 4.5f}, {1, 9, 4.5f}, {1, 33, 4.5f}, {1, 2, 4.75f}, {1, 50, 4.8f}}},
+      // 256 experts: past the 8 logits per invocation kept in registers on subgroups narrower than 32 (lavapipe's 8),
+      // ties between a register expert and later ones.
+      {"256 experts, ties", DType::kQ4_K, Layout::kRowWise, 256, 8, 256, 1, 8, true, Activation::kSilu, {}, 64,
+       {{0, 250, 5.0f}, {0, 17, 5.0f}, {0, 130, 5.0f}, {0, 255, 4.9f}, {0, 64, 4.9f}}},
   };
   for (const FusedCase& c : cases) check(c);
 }

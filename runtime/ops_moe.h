@@ -105,8 +105,8 @@ Status record_moe_gemv(Recorder& rec, const MoeGemvArgs& args, std::string_view 
 // (or flat with k % 256 == 0), its blocks 16-byte aligned; x f32 [m_rows, k]; logits f32 [m_rows, n_experts];
 // ids uint32 / weights f32 [m_rows * top_k] (written); act f32 [m_rows * top_k, F].
 // Errors: kInvalidArgument (a zero size, top_k > n_experts, the outputs overlapping the inputs or each other),
-// kUnsupported (another dtype / layout, blocks not 16-byte aligned, n_experts > kMoeMaxExperts or above 32 times the
-// device's smallest subgroup, top_k > kMoeMaxTopK, the binding and 32-bit indexing limits), kValidation (a range
+// kUnsupported (another dtype / layout, blocks not 16-byte aligned, n_experts > kMoeMaxExperts, top_k > kMoeMaxTopK,
+// the binding and 32-bit indexing limits), kValidation (a range
 // shorter than its shape).
 struct MoeRouteGluArgs {
   BufferRange w;

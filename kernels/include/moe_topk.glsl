@@ -5,13 +5,14 @@
 //   selects expert 0 with a NaN weight (the layer's output is then NaN, as the CPU reference's).
 // The includer defines `float moe_router_logit(uint i)` (logit i of the token's row) first. Call from uniform
 // control flow with every invocation of the subgroup active (the workgroup a multiple of the subgroup size).
-// Limit: n_experts <= 32 * gl_SubgroupSize (each invocation marks its selected experts in a 32-bit mask).
+// Limit: top_k <= MOE_TOPK_MAX_K (the selected experts beyond the registers are looked up among those chosen).
 #ifndef RDRR_MOE_TOPK_GLSL
 #define RDRR_MOE_TOPK_GLSL
 
 // Logits per invocation kept in registers (the rounds then read no memory): all of them where E <= 8 * subgroup size
 // (256 experts on 32-wide subgroups); the rest are read again in every round.
 #define MOE_TOPK_REGS 8u
+#define MOE_TOPK_MAX_K 8u
 
 // The expert of rank `rank` (0 <= rank < top_k) and its weight: p, or p / (sum of the top_k selected p, added in
 // rank order) when normalize. Subgroup-uniform results.
@@ -38,7 +39,8 @@ void moe_topk_rank(uint n_experts, uint top_k, bool normalize, uint rank, out ui
   for (uint i = lane + n_regs_end; i < n_experts; i += width) s += exp(moe_router_logit(i) - m);
   s = subgroupAdd(s);
   [[unroll]] for (uint c = 0u; c < MOE_TOPK_REGS; ++c) p_reg[c] = lane + c * width < n_experts ? p_reg[c] / s : -1.0;
-  uint taken = 0u;  // bit c: this invocation's expert lane + c * width is selected
+  uint taken = 0u;  // bit c: this invocation's register expert lane + c * width is selected
+  uint chosen[MOE_TOPK_MAX_K];  // the experts of the rounds so far (subgroup-uniform)
   float sel_sum = 0.0;
   expert = 0u;
   float p_rank = 0.0;
@@ -51,10 +53,11 @@ void moe_topk_rank(uint n_experts, uint top_k, bool normalize, uint rank, out ui
         best_e = lane + c * width;
       }
     }
-    uint c = MOE_TOPK_REGS;
-    for (uint i = lane + n_regs_end; i < n_experts; i += width, ++c) {
+    for (uint i = lane + n_regs_end; i < n_experts; i += width) {
       const float p = exp(moe_router_logit(i) - m) / s;
-      if ((taken & (1u << c)) == 0u && p > best) {
+      bool was_chosen = false;
+      for (uint q = 0u; q < j; ++q) was_chosen = was_chosen || chosen[q] == i;
+      if (!was_chosen && p > best) {
         best = p;
         best_e = i;
       }
@@ -65,9 +68,10 @@ void moe_topk_rank(uint n_experts, uint top_k, bool normalize, uint rank, out ui
     if (be >= n_experts) {
       be = 0u;
       bp = uintBitsToFloat(0x7fc00000u);
-    } else if (be % width == lane) {
+    } else if (be % width == lane && be < n_regs_end) {
       taken |= 1u << (be / width);
     }
+    chosen[j] = be;
     sel_sum += bp;
     if (j == rank) {
       expert = be;
