@@ -46,27 +46,13 @@ TEST(GraphCheck, SlidingOpsOnlyOnSlidingLayers) {
 void unfuse_kv_rope(Manifest& m, std::vector<LayerEntry>& phase, bool append_first = false) {
   const KernelSpec kv{"kv_append.comp", "main", pinned_kernel_digest("kv_append_f16").value(), {}, {{"kvDtype", "f16"}}};
   graph(m).kernels.emplace("kv_append_f16", kv);
-  auto split = [append_first](std::vector<ExecStep>& steps) {
-    for (size_t i = 0; i < steps.size(); ++i) {
-      if (steps[i].op != "kv_append_rope" && steps[i].op != "kv_append_rope_local") continue;
-      ExecStep rope{steps[i].op == "kv_append_rope" ? "rope_k" : "rope_k_local", "rope", std::nullopt};
-      ExecStep append{"kv_append", "kv_append_f16", std::nullopt};
-      steps[i] = append_first ? append : rope;
-      steps.insert(steps.begin() + static_cast<std::ptrdiff_t>(i) + 1, append_first ? rope : append);
-    }
-  };
-  for (size_t i = 0; i < phase.size(); ++i) {
-    if (auto* g = std::get_if<LayerGroup>(&phase[i])) {
-      split(g->steps);
-      continue;
-    }
-    std::vector<ExecStep> one{std::get<ExecStep>(phase[i])};
-    split(one);
-    if (one.size() == 2) {
-      phase[i] = one[0];
-      phase.insert(phase.begin() + static_cast<std::ptrdiff_t>(i) + 1, one[1]);
-    }
-  }
+  rewrite_steps(phase, [append_first](const ExecStep& s) -> std::vector<ExecStep> {
+    if (s.op != "kv_append_rope" && s.op != "kv_append_rope_local") return {};
+    ExecStep rope{s.op == "kv_append_rope" ? "rope_k" : "rope_k_local", "rope", std::nullopt};
+    ExecStep append{"kv_append", "kv_append_f16", std::nullopt};
+    if (append_first) return {append, rope};
+    return {rope, append};
+  });
 }
 
 // k reaches the cache rotated exactly once and written exactly once: kv_append_rope, or rope_k then kv_append.

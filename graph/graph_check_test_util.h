@@ -64,31 +64,28 @@ inline void expect_error(const Manifest& m, StatusCode code, const std::vector<s
   for (const std::string& f : fragments) EXPECT_NE(s.message().find(f), std::string::npos) << s.message() << "\n  lacks: " << f;
 }
 
-// Rewrites every step of both layer phases (plain or in a group) into the steps `f` returns for it (the step itself
-// when it returns nothing), then adds `kernels` to the kernels map (name -> spec).
-inline void rewrite_steps(Manifest& m, const std::function<std::vector<ExecStep>(const ExecStep&)>& f,
-                          const std::vector<std::pair<std::string, KernelSpec>>& kernels = {}) {
-  for (std::vector<LayerEntry>* phase : {&graph(m).prefill, &graph(m).decode}) {
-    std::vector<LayerEntry> out;
-    for (LayerEntry& e : *phase) {
-      if (auto* g = std::get_if<LayerGroup>(&e)) {
-        std::vector<ExecStep> steps;
-        for (const ExecStep& s : g->steps) {
-          std::vector<ExecStep> r = f(s);
-          if (r.empty()) r = {s};
-          steps.insert(steps.end(), r.begin(), r.end());
-        }
-        g->steps = std::move(steps);
-        out.push_back(std::move(e));
-        continue;
+// Rewrites every step of a layer phase (plain or in a group) into the steps `f` returns for it (the step itself when
+// it returns nothing).
+using StepRewrite = std::function<std::vector<ExecStep>(const ExecStep&)>;
+inline void rewrite_steps(std::vector<LayerEntry>& phase, const StepRewrite& f) {
+  std::vector<LayerEntry> out;
+  for (LayerEntry& e : phase) {
+    if (auto* g = std::get_if<LayerGroup>(&e)) {
+      std::vector<ExecStep> steps;
+      for (const ExecStep& s : g->steps) {
+        std::vector<ExecStep> r = f(s);
+        if (r.empty()) r = {s};
+        steps.insert(steps.end(), r.begin(), r.end());
       }
-      std::vector<ExecStep> r = f(std::get<ExecStep>(e));
-      if (r.empty()) r = {std::get<ExecStep>(e)};
-      for (ExecStep& s : r) out.emplace_back(std::move(s));
+      g->steps = std::move(steps);
+      out.push_back(std::move(e));
+      continue;
     }
-    *phase = std::move(out);
+    std::vector<ExecStep> r = f(std::get<ExecStep>(e));
+    if (r.empty()) r = {std::get<ExecStep>(e)};
+    for (ExecStep& s : r) out.emplace_back(std::move(s));
   }
-  for (const auto& [name, spec] : kernels) graph(m).kernels.emplace(name, spec);
+  phase = std::move(out);
 }
 
 // The graph of packs converted before the q / k norms ran inside the rotations: q_norm_rope[_local] becomes q_norm +
@@ -100,7 +97,7 @@ inline void unfuse_head_norms(Manifest& m) {
                          : std::map<std::string, std::string>{}};
   };
   std::vector<std::pair<std::string, KernelSpec>> added;
-  rewrite_steps(m, [&](const ExecStep& s) -> std::vector<ExecStep> {
+  const StepRewrite unfuse = [&](const ExecStep& s) -> std::vector<ExecStep> {
     const bool local = s.op.ends_with("_local");
     if (s.op.starts_with("q_norm_rope")) {
       const std::string rope = s.kernel_key == "rope_freqs_norm" ? "rope_freqs" : "rope";
@@ -116,7 +113,9 @@ inline void unfuse_head_norms(Manifest& m) {
               ExecStep{local ? "kv_append_rope_local" : "kv_append_rope", kv, std::nullopt}};
     }
     return {};
-  });
+  };
+  rewrite_steps(graph(m).prefill, unfuse);
+  rewrite_steps(graph(m).decode, unfuse);
   for (const auto& [name, k] : added) graph(m).kernels.emplace(name, k);
 }
 

@@ -381,38 +381,42 @@ void main() {
 #else
   const bool slots_fastest = n_slots > pc.top_k;
 #endif
-  const uint n0 = (slots_fastest ? g / n_slots : g % pc.n_row_groups) * NUM_ROWS;  // first output row of the expert
-  const uint slot = slots_fastest ? g % n_slots : g / pc.n_row_groups;            // gather: m*T + j; COMBINE: m
-  const uint n_valid = min(NUM_ROWS, pc.n_rows - n0);
+  const uint slot = slots_fastest ? g % n_slots : g / pc.n_row_groups;  // gather: m*T + j; COMBINE: m
+#if defined(ROUTE_GLU)
+  // Rows come in gate / up pairs: a row group covers NUM_ROWS / 2 gate rows of the expert and their up rows.
+  const uint group_rows = NUM_ROWS / 2u;
+  const uint out_rows = pc.n_rows / 2u;
+#else
+  const uint group_rows = NUM_ROWS;
+  const uint out_rows = pc.n_rows;
+#endif
+  const uint n0 = (slots_fastest ? g / n_slots : g % pc.n_row_groups) * group_rows;  // first output row of the expert
+  const uint n_valid = min(group_rows, out_rows - n0);
 #if defined(COMBINE)
   combine_token = slot;
   combine_n0 = n0;
   accumulate_rows(pc.top_k, blocks_per_row, n_valid, 0u, 0u, acc);
   store_rows(acc, n_valid, slot * pc.n_rows + n0);
 #elif defined(ROUTE_GLU)
-  // Rows come in gate / up pairs: row group rg covers gate rows n0g .. n0g + NUM_ROWS / 2 of the expert.
-  const uint half_rows = pc.n_rows / 2u;
-  const uint n0g = (slots_fastest ? g / n_slots : g % pc.n_row_groups) * (NUM_ROWS / 2u);
-  const uint n_pairs = min(NUM_ROWS / 2u, half_rows - n0g);
   glu_token = slot / pc.top_k;
-  glu_up_rows = half_rows;
+  glu_up_rows = out_rows;
   uint e;
   float wt;
   moe_topk_rank(pc.n_experts, pc.top_k, pc.normalize != 0u, slot % pc.top_k, e, wt);
-  if (n0g == 0u && gl_LocalInvocationID.x == 0u) {
+  if (n0 == 0u && gl_LocalInvocationID.x == 0u) {
     ids[slot] = e;
     weights[slot] = wt;
   }
-  accumulate_rows(1u, blocks_per_row, n_pairs, pc.w_base + (e * pc.n_rows + n0g) * blocks_per_row * BLOCK_VECS,
+  accumulate_rows(1u, blocks_per_row, n_valid, pc.w_base + (e * pc.n_rows + n0) * blocks_per_row * BLOCK_VECS,
                   glu_token * pc.k, acc);
-  store_rows(acc, n_pairs, slot * half_rows + n0g);
+  store_rows(acc, n_valid, slot * out_rows + n0);
 #else
   const uint e = ids[slot];
   if (e < pc.n_experts) {
     accumulate_rows(1u, blocks_per_row, n_valid, pc.w_base + (e * pc.n_rows + n0) * blocks_per_row * BLOCK_VECS,
                     (slot / pc.top_k) * pc.k, acc);
   }
-  store_rows(acc, n_valid, slot * pc.n_rows + n0);
+  store_rows(acc, n_valid, slot * out_rows + n0);
 #endif
 #else
   const uint row0 = g * NUM_ROWS;

@@ -130,29 +130,29 @@ const KernelInfo* pinned_matmul_kernel(MatmulPass pass, DType dtype, Layout layo
   return find_kernel(pass == MatmulPass::kPrefill ? Op::kGemm : Op::kGemv, dtype, layout);
 }
 
-const KernelInfo* pinned_moe_kernel(Op op, DType dtype, Layout layout, uint64_t k) {
-  std::string_view vec;
-  if (dtype == DType::kQ4_K) vec = op == Op::kMoeGemvCombine ? "moe_gemv_combine_q4_k_vec" : "moe_gemv_q4_k_vec";
-  if (dtype == DType::kQ6_K) vec = op == Op::kMoeGemvCombine ? "moe_gemv_combine_q6_k_vec" : "moe_gemv_q6_k_vec";
-  if (dtype == DType::kQ5_K) vec = op == Op::kMoeGemvCombine ? "moe_gemv_combine_q5_k_vec" : "moe_gemv_q5_k_vec";
-  const KernelInfo* info = vec.empty() ? nullptr : find_kernel(vec);
-  if (info != nullptr && std::find(info->layouts.begin(), info->layouts.end(), layout) != info->layouts.end() &&
-      matmul_kernel_fits(*info, layout, k)) {
-    return info;
-  }
-  return find_kernel(op, dtype, layout);  // the generic entry (listed first)
-}
-
-const KernelInfo* pinned_moe_route_glu_kernel(DType dtype, Layout layout, uint64_t k) {
-  std::string_view name;
-  if (dtype == DType::kQ4_K) name = "moe_gemv_route_glu_q4_k_vec";
-  if (dtype == DType::kQ5_K) name = "moe_gemv_route_glu_q5_k_vec";
+// The registry kernel `name` where it reads `layout` and fits K (matmul_kernel_fits), else nullptr.
+static const KernelInfo* kernel_if_fits(std::string_view name, Layout layout, uint64_t k) {
   const KernelInfo* info = name.empty() ? nullptr : find_kernel(name);
   if (info == nullptr || std::find(info->layouts.begin(), info->layouts.end(), layout) == info->layouts.end() ||
       !matmul_kernel_fits(*info, layout, k)) {
     return nullptr;
   }
   return info;
+}
+
+const KernelInfo* pinned_moe_kernel(Op op, DType dtype, Layout layout, uint64_t k) {
+  std::string_view vec;
+  if (dtype == DType::kQ4_K) vec = op == Op::kMoeGemvCombine ? "moe_gemv_combine_q4_k_vec" : "moe_gemv_q4_k_vec";
+  if (dtype == DType::kQ6_K) vec = op == Op::kMoeGemvCombine ? "moe_gemv_combine_q6_k_vec" : "moe_gemv_q6_k_vec";
+  if (dtype == DType::kQ5_K) vec = op == Op::kMoeGemvCombine ? "moe_gemv_combine_q5_k_vec" : "moe_gemv_q5_k_vec";
+  if (const KernelInfo* info = kernel_if_fits(vec, layout, k)) return info;
+  return find_kernel(op, dtype, layout);  // the generic entry (listed first)
+}
+
+const KernelInfo* pinned_moe_route_glu_kernel(DType dtype, Layout layout, uint64_t k) {
+  if (dtype == DType::kQ4_K) return kernel_if_fits("moe_gemv_route_glu_q4_k_vec", layout, k);
+  if (dtype == DType::kQ5_K) return kernel_if_fits("moe_gemv_route_glu_q5_k_vec", layout, k);
+  return nullptr;
 }
 
 bool matmul_kernel_fits(const KernelInfo& kernel, Layout layout, uint64_t k, std::string_view* why) {

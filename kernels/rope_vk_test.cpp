@@ -9,6 +9,7 @@
 #include <span>
 #include <string>
 
+#include "kernels/kernel_test_ref.h"
 #include "kernels/op_test_util.h"
 #include "quant/f16.h"
 #include "runtime/kv_cache.h"
@@ -54,19 +55,6 @@ std::vector<double> reference_rope(std::span<const double> x, const runtime::Rop
   return ref;
 }
 
-// Each head_dim row of x RMS-normed in double: x / sqrt(mean(x^2) + eps) * (w + offset) (record_head_norm's math).
-std::vector<double> reference_head_norm(std::span<const float> x, std::span<const float> w, uint32_t head_dim,
-                                        float eps, float offset) {
-  std::vector<double> out(x.begin(), x.end());
-  for (uint64_t r = 0; r < x.size() / head_dim; ++r) {
-    double ss = 0.0;
-    for (uint32_t d = 0; d < head_dim; ++d) ss += double(x[r * head_dim + d]) * x[r * head_dim + d];
-    const double scale = 1.0 / std::sqrt(ss / head_dim + double(eps));
-    for (uint32_t d = 0; d < head_dim; ++d) out[r * head_dim + d] *= scale * (double(w[d]) + offset);
-  }
-  return out;
-}
-
 // One rope call: `shape` holds every scalar argument; inv_freq empty: computed frequencies, else the table; norm_w
 // not empty: the per-head RMSNorm first (shape.norm's eps and offset; rope_norm / rope_freqs_norm).
 OpCase rope_case(std::string name, const runtime::RopeArgs& shape, const std::vector<float>& x,
@@ -74,8 +62,8 @@ OpCase rope_case(std::string name, const runtime::RopeArgs& shape, const std::ve
                  const std::vector<float>& norm_w = {}) {
   const bool table = !inv_freq.empty();
   const bool norm = !norm_w.empty();
-  const std::vector<double> xin = norm ? reference_head_norm(x, norm_w, shape.head_dim, shape.norm->eps,
-                                                             shape.norm->weight_offset)
+  const std::vector<double> xin = norm ? testing::reference_rms_norm(testing::to_double(x), norm_w, shape.head_dim,
+                                                                      shape.norm->eps, shape.norm->weight_offset)
                                        : std::vector<double>(x.begin(), x.end());
   const std::vector<double> ref = reference_rope(xin, shape, [&](uint32_t t, uint32_t i) {
     if (table) return pos[t] * double(inv_freq[i]);
@@ -347,7 +335,8 @@ TEST_P(KvAppendRopeTest, MatchesTwoStepPathAndReference) {
   std::vector<double> ref;
   const uint32_t half = c.n_rot / 2;
   uint32_t poisoned = 0;
-  const std::vector<double> kd = norm ? reference_head_norm(k, norm_w, c.head_dim, head_norm.eps, c.norm_offset)
+  const std::vector<double> kd = norm ? testing::reference_rms_norm(testing::to_double(k), norm_w, c.head_dim, head_norm.eps,
+                                                                         c.norm_offset)
                                       : std::vector<double>(k.begin(), k.end());
   for (uint32_t h = 0; h < heads; ++h) {
     for (uint32_t p = 0; p < cap; ++p) {
